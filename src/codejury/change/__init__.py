@@ -1,0 +1,1 @@
+"""Change sets: sources (git, diff file), diff parsing, the noise filter and the risk tier."""

@@ -1,0 +1,111 @@
+"""The change set every later stage reads: files, hunks and metadata."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+FileStatus = Literal["added", "modified", "deleted", "renamed", "copied"]
+LineKind = Literal["+", "-", " "]
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of a hunk; ``new_no`` is None for removed lines, ``old_no`` for added ones."""
+
+    kind: LineKind
+    text: str
+    old_no: int | None
+    new_no: int | None
+
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    section: str
+    lines: tuple[DiffLine, ...]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One changed file. ``path`` is the new path (the old one for a deletion)."""
+
+    path: str
+    old_path: str | None
+    status: FileStatus
+    hunks: tuple[Hunk, ...] = ()
+    is_binary: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
+    patch: str = ""
+
+    @property
+    def added_lines(self) -> frozenset[int]:
+        """New-side numbers of added lines."""
+        return frozenset(ln.new_no for h in self.hunks for ln in h.lines if ln.kind == "+" and ln.new_no)
+
+    @property
+    def new_side_lines(self) -> frozenset[int]:
+        """New-side numbers of every line shown in the hunks (added and context)."""
+        return frozenset(ln.new_no for h in self.hunks for ln in h.lines if ln.new_no is not None)
+
+    @property
+    def additions(self) -> int:
+        return sum(1 for h in self.hunks for ln in h.lines if ln.kind == "+")
+
+    @property
+    def deletions(self) -> int:
+        return sum(1 for h in self.hunks for ln in h.lines if ln.kind == "-")
+
+    @property
+    def changed_lines(self) -> int:
+        return self.additions + self.deletions
+
+
+@dataclass(frozen=True)
+class ChangeMeta:
+    """User-controlled metadata about a change: every field is untrusted text."""
+
+    title: str = ""
+    description: str = ""
+    author: str = ""
+    commits: tuple[str, ...] = ()
+    comments: tuple[str, ...] = ()
+    base_ref: str = ""
+    head_ref: str = ""
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """A change to review.
+
+    ``root`` is a directory holding the head side of the repository (the tools read there),
+    or None when only a diff is known. ``base_files`` reads a file on the base side (for
+    repository instructions, which never come from the change itself).
+    """
+
+    files: tuple[FileChange, ...]
+    meta: ChangeMeta = field(default_factory=ChangeMeta)
+    root: Path | None = None
+    base: BaseReader | None = None
+
+
+class BaseReader(ABC):
+    """Reads files as they are on the base side of the change."""
+
+    @abstractmethod
+    def read_text(self, path: str) -> str | None:
+        """Return the base-side text of ``path``, or None when it does not exist there."""
+
+
+class ChangeSource(ABC):
+    """Turns "this branch", "this range", "this diff file" into a ChangeSet."""
+
+    @abstractmethod
+    def load(self) -> ChangeSet:
+        """Read the change; raise SourceError or DiffParseError with a one-line cause."""

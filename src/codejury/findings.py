@@ -1,0 +1,171 @@
+"""Findings, reviews and plans: the JSON contract that renderers, CI users and forges rely on."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Severity = Literal["critical", "warning", "suggestion"]
+Verdict = Literal["approved", "approved_with_comments", "significant_concerns", "requested_changes"]
+Tier = Literal["trivial", "lite", "full"]
+ReviewerStatus = Literal["ok", "failed", "skipped"]
+
+SEVERITY_RANK: dict[str, int] = {"suggestion": 1, "warning": 2, "critical": 3}
+VERDICT_RANK: dict[str, int] = {
+    "approved": 0,
+    "approved_with_comments": 1,
+    "significant_concerns": 2,
+    "requested_changes": 3,
+}
+
+
+class FindingDraft(BaseModel):
+    """One finding as a reviewer model returns it (the engine adds id and reviewer)."""
+
+    category: str = Field(description="Short category, e.g. 'sql-injection', 'n+1-query', 'stale-docstring'.")
+    severity: Severity = Field(
+        description="critical = outage or exploitable; warning = measurable regression or concrete risk; "
+        "suggestion = worth considering."
+    )
+    path: str = Field(description="Path of the changed file, exactly as in the change's file list.")
+    start_line: int = Field(ge=1, description="First line on the NEW side of the file.")
+    end_line: int | None = Field(default=None, ge=1, description="Last line on the new side (defaults to start_line).")
+    title: str = Field(max_length=200, description="One-line summary of the problem.")
+    body: str = Field(description="Why this is a problem and what to do, in a few sentences.")
+    suggestion: str | None = Field(default=None, description="Optional replacement code for the lines.")
+    confidence: float = Field(ge=0.0, le=1.0, description="How sure you are, 0 to 1.")
+
+
+class ReviewerOutput(BaseModel):
+    """What a reviewer returns: its findings, possibly none."""
+
+    findings: list[FindingDraft] = Field(default_factory=list)
+
+
+class Finding(BaseModel):
+    """A finding in a published review."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    reviewer: str
+    category: str
+    severity: Severity
+    path: str
+    start_line: int
+    end_line: int
+    title: str
+    body: str
+    suggestion: str | None = None
+    confidence: float
+
+
+class Usage(BaseModel):
+    """Token usage, cost and time; adds up across requests, reviewers and models."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            requests=self.requests + other.requests,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 6),
+            duration_s=round(self.duration_s + other.duration_s, 3),
+        )
+
+
+class ReviewerReport(BaseModel):
+    """How one reviewer (or the coordinator) ran."""
+
+    name: str
+    model: str
+    status: ReviewerStatus
+    error: str | None = None
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+    @classmethod
+    def from_usage(
+        cls, name: str, model: str, status: ReviewerStatus, usage: Usage, error: str | None = None
+    ) -> ReviewerReport:
+        return cls(
+            name=name,
+            model=model,
+            status=status,
+            error=error,
+            requests=usage.requests,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=usage.cost_usd,
+            duration_s=usage.duration_s,
+        )
+
+    def usage(self) -> Usage:
+        return Usage(
+            requests=self.requests,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=self.cost_usd,
+            duration_s=self.duration_s,
+        )
+
+
+class SkippedFile(BaseModel):
+    """A changed file no model sees, with the reason."""
+
+    path: str
+    reason: str
+
+
+class Review(BaseModel):
+    """One complete review: what every renderer and publisher consumes."""
+
+    verdict: Verdict
+    tier: Tier
+    summary: str
+    findings: list[Finding] = Field(default_factory=list)
+    reviewers: list[ReviewerReport] = Field(default_factory=list)
+    coordinator: ReviewerReport | None = None
+    skipped_files: list[SkippedFile] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    judged: bool = True
+    break_glass: bool = False
+    dropped_findings: dict[str, int] = Field(default_factory=dict)
+
+
+class PlannedReviewer(BaseModel):
+    """A reviewer in a dry-run plan."""
+
+    name: str
+    model: str
+    files: list[str]
+
+
+class Plan(BaseModel):
+    """What a review would do, without calling any model (``--dry-run``)."""
+
+    tier: Tier
+    reviewers: list[PlannedReviewer]
+    coordinator_model: str
+    skipped_files: list[SkippedFile] = Field(default_factory=list)
+    estimated_input_tokens: int
+    estimated_cost_usd: float

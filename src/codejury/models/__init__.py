@@ -1,0 +1,1 @@
+"""Model strings ("provider:model") to pydantic-ai models, capability profiles, prices."""
