@@ -102,6 +102,10 @@ class BaseReader(ABC):
     def read_text(self, path: str) -> str | None:
         """Return the base-side text of ``path``, or None when it does not exist there."""
 
+    @abstractmethod
+    def list_dir(self, directory: str) -> list[str]:
+        """Return the repository-relative paths of the files directly inside ``directory``."""
+
 
 class ChangeSource(ABC):
     """Turns "this branch", "this range", "this diff file" into a ChangeSet."""

@@ -1,0 +1,30 @@
+"""Suite-wide guards: no real model requests, no real network beyond loopback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic_ai import models
+
+models.ALLOW_MODEL_REQUESTS = False
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        if host not in ("127.0.0.1", "::1", "localhost"):
+            raise RuntimeError(f"tests may not reach the network: {host}")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "CODEJURY_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    yield
