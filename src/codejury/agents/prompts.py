@@ -1,0 +1,146 @@
+"""Prompt assembly: user-controlled text fenced in boundary tags, layouts per model capability.
+
+Every piece of text the change author controls (title, description, commit messages,
+comments, file contents, patches, repository instructions, earlier findings) is put inside
+one of our boundary tags, and any of our boundary tags found inside it is removed first, so
+the text can never close its fence and speak as us.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from codejury.change.types import ChangeSet, FileChange
+
+BOUNDARY_TAGS: tuple[str, ...] = (
+    "mr_title",
+    "mr_body",
+    "mr_details",
+    "commit_messages",
+    "comments",
+    "changed_files",
+    "patch",
+    "patches",
+    "file_content",
+    "repo_instructions",
+    "custom_rules",
+    "custom_review_instructions",
+    "previous_review",
+    "reviewer_findings",
+    "shared_context",
+    "tool_result",
+)
+_TAG_RE = re.compile(
+    r"<\s*/?\s*(?:" + "|".join(BOUNDARY_TAGS) + r")\b[^>]*>",
+    re.IGNORECASE,
+)
+
+
+def strip_boundary_tags(text: str) -> str:
+    """Remove every occurrence of our boundary tags (opening or closing, any case or spacing)."""
+    previous = None
+    while previous != text:  # removal can join fragments into a new tag: repeat until stable
+        previous = text
+        text = _TAG_RE.sub("", text)
+    return text
+
+
+def fence(tag: str, text: str) -> str:
+    """Wrap untrusted ``text`` in ``<tag>`` after stripping our tags from it."""
+    if tag not in BOUNDARY_TAGS:
+        raise ValueError(f"unknown boundary tag {tag}")
+    return f"<{tag}>\n{strip_boundary_tags(text).strip()}\n</{tag}>"
+
+
+def file_list(files: Sequence[FileChange]) -> str:
+    """One line per changed file: status, path, +/- counts (paths are author-controlled)."""
+    lines = []
+    for f in files:
+        moved = f" (from {f.old_path})" if f.old_path and f.old_path != f.path else ""
+        kind = "binary" if f.is_binary else f"+{f.additions} -{f.deletions}"
+        lines.append(f"{f.status} {f.path}{moved} {kind}")
+    return "\n".join(lines)
+
+
+def shared_context(
+    change: ChangeSet, files: Sequence[FileChange], *, repo_instructions: str | None, custom_rules: str | None
+) -> str:
+    """The shared context file: metadata, file list and instructions, each fenced."""
+    meta = change.meta
+    parts = [
+        "# Change under review",
+        fence("mr_title", meta.title or "(no title)"),
+        fence("mr_body", meta.description or "(no description)"),
+    ]
+    if meta.author or meta.base_ref or meta.head_ref:
+        parts.append(
+            fence("mr_details", f"author: {meta.author}\nbase: {meta.base_ref}\nhead: {meta.head_ref}")
+        )
+    if meta.commits:
+        parts.append(fence("commit_messages", "\n---\n".join(meta.commits[:50])))
+    if meta.comments:
+        parts.append(fence("comments", "\n---\n".join(meta.comments[:50])))
+    parts.append(fence("changed_files", file_list(files)))
+    if repo_instructions:
+        parts.append("Repository instructions (from the target branch):")
+        parts.append(fence("repo_instructions", repo_instructions))
+    if custom_rules:
+        parts.append("The team's own rules:")
+        parts.append(fence("custom_rules", custom_rules))
+    return "\n\n".join(parts) + "\n"
+
+
+def static_prompt(shared_rules: str, sections: Iterable[tuple[str, str]], reviewer_prompt: str) -> str:
+    """Static instructions (shared rules, plugin sections, the reviewer's own prompt): byte-stable."""
+    parts = [shared_rules.strip()]
+    for title, text in sections:
+        parts.append(f"## {title}\n{text.strip()}")
+    parts.append(reviewer_prompt.strip())
+    return "\n\n".join(parts) + "\n"
+
+
+def tool_task(files: Sequence[FileChange], *, title: str) -> str:
+    """Per-change user message for a tool-using reviewer: short, the rest is read through tools."""
+    return (
+        "Review the change below. Its title, description, commit messages and the repository's "
+        "instructions are in the shared context: call read_change_context first. Read each "
+        "changed file's numbered patch with read_patch, and read or grep the repository only "
+        "where your focus needs it. Then return your findings (an empty list is a good answer "
+        "when nothing in your focus is wrong).\n\n"
+        + fence("mr_title", title or "(no title)")
+        + "\n\n"
+        + fence("changed_files", file_list(files))
+        + "\n"
+    )
+
+
+def inline_change(context: str, patches: Sequence[tuple[str, str]], *, budget_chars: int) -> str:
+    """The change with its numbered patches inline (models without reliable tools).
+
+    Patches beyond ``budget_chars`` are cut, and the cut is said, so the prompt fits the context.
+    """
+    out = [context.strip(), "", "Numbered patches (the number is the line on the NEW side):"]
+    used = len(context)
+    for path, text in patches:
+        block = fence("patch", f"file: {path}\n{text}")
+        if used + len(block) > budget_chars:
+            room = budget_chars - used - 200
+            if room > 400:
+                out.append(fence("patch", f"file: {path}\n{text[:room]}\n[... patch cut to fit the context]"))
+            out.append("[Some patches were left out to fit the model's context.]")
+            break
+        out.append(block)
+        used += len(block)
+    return "\n\n".join(out) + "\n"
+
+
+def inline_task(reviewer_prompt: str) -> str:
+    """The reviewer's own focus, placed last so the shared prefix is reused across reviewers."""
+    return (
+        "\n# Your task\n"
+        + reviewer_prompt.strip()
+        + '\n\nAnswer with JSON only: {"findings": [...]}. Each finding: category, severity, path, '
+        "start_line, end_line, title, body, confidence. Use the NEW-side line numbers printed in "
+        "the patches. Report only real problems on changed lines; an empty list is fine.\n"
+    )

@@ -1,0 +1,167 @@
+"""Commands only: parse flags, call the pipeline, render, exit code.
+
+Exit codes: 0 review done (and --fail-on not triggered); 1 --fail-on triggered;
+2 bad input or configuration (one-line cause on stderr); 3 no reviewer succeeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import sys
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from codejury import __version__
+from codejury.config import FAIL_ON_CHOICES
+from codejury.errors import CodejuryError, ReviewFailed
+from codejury.findings import Plan, Review
+from codejury.judge.verdict import should_fail
+from codejury.pipeline import ReviewOptions, review
+from codejury.plugins import collect_registry, make_plugin_manager
+from codejury.record.events import EventLog
+from codejury.settings_loader import load_settings, parse_assignments
+
+SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_KEY")
+
+
+def secret_values(env: dict[str, str]) -> list[str]:
+    """Values of environment variables that hold credentials, to scrub from every output."""
+    return [v for k, v in env.items() if k.upper().endswith(SECRET_SUFFIXES) and len(v) >= 8]
+
+
+def _err(msg: str) -> None:
+    click.echo(f"codejury: {msg}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="codejury")
+def cli() -> None:
+    """codejury: a panel of AI reviewers, a judge, and one review with a verdict."""
+
+
+@cli.command("review")
+@click.option("--working-tree", is_flag=True, help="Include uncommitted and untracked changes.")
+@click.option("--base", "base_ref", metavar="REF", help="Base of the range (default: merge-base with the default branch).")
+@click.option("--head", "head_ref", metavar="REF", help="Head of the range (default: HEAD).")
+@click.option("--diff", "diff_file", metavar="FILE", help="Review a unified diff file ('-' for stdin) instead of git.")
+@click.option("--repo", "repo_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Repository directory (default: current directory; with --diff, where tools may read).")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json", "terminal"]), default=None,
+              help="Output format (default: terminal on a TTY, markdown otherwise).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the review to FILE.")
+@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the JSONL event log to FILE.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default=None,
+              help="Exit 1 when the review has a finding at or above this level (default: requested_changes).")
+@click.option("--break-glass", is_flag=True, help="Force approval whatever the review says (recorded).")
+@click.option("--dry-run", is_flag=True, help="Call no model: print the plan, tokens and estimated cost.")
+@click.option("--model", metavar="PROVIDER:MODEL", help="Use this model for every reviewer and the coordinator.")
+@click.option("--model-for", multiple=True, metavar="NAME=PROVIDER:MODEL",
+              help="Model for one reviewer (or 'coordinator'); repeatable.")
+@click.option("--reflection/--no-reflection", default=None, help="Run the reflection pass before the judge.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Extra config file (TOML, same keys as [tool.codejury]).")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
+def review_command(
+    working_tree: bool, base_ref: str | None, head_ref: str | None, diff_file: str | None, repo_dir: Path | None,
+    fmt: str | None, output: Path | None, events_file: Path | None, fail_on: str | None, break_glass: bool,
+    dry_run: bool, model: str | None, model_for: tuple[str, ...], reflection: bool | None,
+    exclude: tuple[str, ...], config_file: Path | None, plugins: tuple[str, ...],
+) -> None:
+    """Review a change: the current branch against its merge-base, a range, or a diff file."""
+    env = dict(os.environ)
+    try:
+        code = asyncio.run(_review(
+            env, working_tree, base_ref, head_ref, diff_file, repo_dir, fmt, output, events_file, fail_on,
+            break_glass, dry_run, model, model_for, reflection, exclude, config_file, plugins,
+        ))
+    except ReviewFailed as exc:
+        _err(f"review failed: {exc}")
+        sys.exit(3)
+    except CodejuryError as exc:
+        _err(str(exc))
+        sys.exit(2)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(130)
+    sys.exit(code)
+
+
+async def _review(
+    env: dict[str, str], working_tree: bool, base_ref: str | None, head_ref: str | None, diff_file: str | None,
+    repo_dir: Path | None, fmt: str | None, output: Path | None, events_file: Path | None, fail_on: str | None,
+    break_glass: bool, dry_run: bool, model: str | None, model_for: tuple[str, ...], reflection: bool | None,
+    exclude: tuple[str, ...], config_file: Path | None, plugins: tuple[str, ...],
+) -> int:
+    from codejury.errors import InputError
+
+    if diff_file and (working_tree or base_ref or head_ref):
+        raise InputError("--diff cannot be combined with --working-tree, --base or --head")
+    pm = make_plugin_manager(plugins)
+    sources = collect_registry(pm, "codejury_register_sources")
+    renderers = collect_registry(pm, "codejury_register_renderers")
+    with ExitStack() as stack:
+        if diff_file:
+            source = sources["diff"](path=diff_file, root=repo_dir)
+        else:
+            source = sources["git"](repo=repo_dir or Path.cwd(), base=base_ref, head=head_ref, working_tree=working_tree)
+        if hasattr(source, "__enter__"):
+            source = stack.enter_context(source)
+        change = source.load()
+        table: dict[str, Any] = {}
+        if fail_on:
+            table["fail_on"] = fail_on
+        if reflection is not None:
+            table["reflection"] = reflection
+        if exclude:
+            table["exclude"] = list(exclude)
+        config_text = (str(config_file), config_file.read_text(encoding="utf-8")) if config_file else None
+        settings, notice = load_settings(
+            change, env, cli_table=table, cli_model=model,
+            cli_reviewer_models=parse_assignments(model_for, "--model-for"), config_file_text=config_text,
+        )
+        if notice:
+            _err(notice)
+        events = stack.enter_context(EventLog(events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
+        opts = ReviewOptions(settings=settings, env=env, events=events, warn=_err, break_glass=break_glass,
+                             dry_run=dry_run, plugins=plugins, notices=(notice,) if notice else ())
+        result = await review(change, opts)
+    fmt = fmt or ("terminal" if sys.stdout.isatty() and output is None else "markdown")
+    _emit(result, fmt, output, renderers)
+    if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
+        return 1
+    return 0
+
+
+def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Any]) -> None:
+    key = fmt if isinstance(result, Review) else f"{fmt}-plan"
+    render = renderers[key]
+    if fmt == "terminal":
+        if output is None:
+            render(result, Console())
+            return
+        buf = io.StringIO()
+        render(result, Console(file=buf, width=100, force_terminal=False, color_system=None))
+        text = buf.getvalue()
+    else:
+        text = render(result)
+    if output is None:
+        click.echo(text)
+    else:
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The judge stage: deduplicate, coordinator pass, reflection, verdict rubric."""

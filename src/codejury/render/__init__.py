@@ -1,0 +1,84 @@
+"""Renderers: a review or a plan as markdown, terminal output or JSON, plus their shared helpers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from codejury.findings import SEVERITY_RANK, Finding, Usage
+
+SECTION_TITLES: dict[str, str] = {
+    "security": "Security",
+    "performance": "Performance",
+    "code_quality": "Code quality",
+    "documentation": "Documentation",
+    "release": "Release",
+    "agents_md": "AGENTS.md",
+    "compliance": "Team rules",
+    "generalist": "General",
+}
+SEVERITY_LABELS: dict[str, str] = {"critical": "Critical", "warning": "Warning", "suggestion": "Suggestion"}
+
+_UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str) -> str:
+    """Normalise newlines and drop control and bidi-override characters (terminal escapes, trojan source)."""
+    return _UNSAFE_CHARS.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def one_line(text: str) -> str:
+    """Clean text and collapse all whitespace, newlines included, to single spaces."""
+    return " ".join(clean_text(text).split())
+
+
+def section_title(reviewer: str) -> str:
+    """The section a reviewer's findings appear under; unknown names are title-cased."""
+    known = SECTION_TITLES.get(reviewer)
+    if known is not None:
+        return known
+    return " ".join(reviewer.replace("_", " ").replace("-", " ").split()).title() or "General"
+
+
+def _section_order(title: str) -> tuple[int, str]:
+    titles = list(SECTION_TITLES.values())
+    return (titles.index(title), "") if title in titles else (len(titles), title.lower())
+
+
+def group_by_section(findings: Sequence[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Findings grouped by section title, known sections first; most severe first within one."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(section_title(f.reviewer), []).append(f)
+    return [
+        (title, sorted(groups[title], key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line)))
+        for title in sorted(groups, key=_section_order)
+    ]
+
+
+def location(finding: Finding) -> str:
+    """``path:start-end`` (or ``path:line`` for a single line)."""
+    if finding.end_line > finding.start_line:
+        return f"{finding.path}:{finding.start_line}-{finding.end_line}"
+    return f"{finding.path}:{finding.start_line}"
+
+
+def format_duration(seconds: float) -> str:
+    """``12.3s`` below a minute, ``2m 05s`` above."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s"
+
+
+def format_cost(cost_usd: float) -> str:
+    """A dollar amount with four decimals (cheap models cost fractions of a cent)."""
+    return f"${cost_usd:.4f}"
+
+
+def format_tokens(usage: Usage) -> str:
+    """Input, output and cache tokens in one phrase."""
+    text = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        text += f" (cache {usage.cache_read_tokens:,} read / {usage.cache_write_tokens:,} write)"
+    return text

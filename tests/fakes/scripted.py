@@ -1,0 +1,121 @@
+"""A scripted model: realistic agent runs (tool calls, bad output, repair, failure) with no network.
+
+Each model string ("scripted:security") gets its own script: a list of steps played in
+order, one per model request. Steps:
+- ``ToolCall(name, args)``: the model calls one of our tools;
+- ``Final(findings)``: the model returns its structured output (dicts, validated by the engine);
+- ``Raw(args)``: the model returns output args as given (may be schema-invalid, to test repair);
+- ``Fail(exc)``: the request raises ``exc``;
+- ``Sleep(seconds)``: the request takes this long before playing the next step.
+When the script runs out the last step repeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from codejury.models.profiles import CapabilityProfile, ResolvedModel
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Final:
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Raw:
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Fail:
+    exc: BaseException
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+    then: Any
+
+
+Step = ToolCall | Final | Raw | Fail | Sleep
+
+
+def finding(path: str, line: int, title: str, *, severity: str = "warning", category: str = "bug",
+            confidence: float = 0.9, body: str = "Explain why.", end_line: int | None = None) -> dict[str, Any]:
+    """A finding dict as a model would return it."""
+    return {"category": category, "severity": severity, "path": path, "start_line": line,
+            "end_line": end_line or line, "title": title, "body": body, "confidence": confidence}
+
+
+@dataclass
+class ScriptedModel:
+    """One script; records every request it received (the messages as text)."""
+
+    steps: Sequence[Step]
+    prompts: list[str] = field(default_factory=list)
+    tool_results: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    def _messages_text(self, messages: list[ModelMessage], info: AgentInfo) -> str:
+        parts: list[str] = [info.instructions or ""]
+        for m in messages:
+            for p in m.parts:
+                content = getattr(p, "content", None)
+                if isinstance(content, str):
+                    parts.append(content)
+        return "\n".join(parts)
+
+    async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        text = self._messages_text(messages, info)
+        self.prompts.append(text)
+        last = messages[-1]
+        for p in last.parts:
+            if type(p).__name__ == "ToolReturnPart":
+                self.tool_results.append(str(getattr(p, "content", "")))
+        step = self.steps[min(self.calls, len(self.steps) - 1)]
+        self.calls += 1
+        while isinstance(step, Sleep):
+            await asyncio.sleep(step.seconds)
+            step = step.then
+        usage = RequestUsage(input_tokens=max(1, len(text) // 4), output_tokens=20)
+        if isinstance(step, Fail):
+            raise step.exc
+        if isinstance(step, ToolCall):
+            return ModelResponse(parts=[ToolCallPart(step.name, step.args)], usage=usage)
+        args = {"findings": step.findings} if isinstance(step, Final) else step.args
+        if info.output_tools:
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, args)], usage=usage)
+        return ModelResponse(parts=[TextPart(json.dumps(args))], usage=usage)
+
+
+class ScriptedResolver:
+    """Resolve 'scripted:NAME' model strings to scripted models (tool-capable or inline-JSON)."""
+
+    def __init__(self, scripts: Mapping[str, Sequence[Step]], *, tools: bool = True) -> None:
+        self.models = {name: ScriptedModel(list(steps)) for name, steps in scripts.items()}
+        self.tools = tools
+        self.resolved: list[str] = []
+
+    def __call__(self, spec: str, config: object) -> ResolvedModel:
+        name = spec.split(":", 1)[1]
+        self.resolved.append(spec)
+        script = self.models.setdefault(name, ScriptedModel([Final([])]))
+        profile = CapabilityProfile() if self.tools else CapabilityProfile(
+            context_window=8192, supports_tools=False, output_mode="native", parallel_requests=1,
+            caches_across_runs=False, max_output_tokens=1024)
+        return ResolvedModel(spec=spec, model=FunctionModel(script, model_name=spec), profile=profile)
