@@ -116,6 +116,8 @@ async def _review(
         if hasattr(source, "__enter__"):
             source = stack.enter_context(source)
         change = source.load()
+        if not change.files:
+            raise InputError("the change is empty: there is nothing to review")
         table: dict[str, Any] = {}
         if fail_on:
             table["fail_on"] = fail_on

@@ -79,16 +79,21 @@ class FakeProviderServer:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> FakeProviderServer:
         """Serve in a daemon thread."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-provider", daemon=True)
+        # A short poll interval: shutdown() waits up to one interval, once per test.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="fake-provider", daemon=True
+        )
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Stop serving and free the port."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        """Stop serving and free the port (safe when never started, and when called twice)."""
+        # shutdown() waits for serve_forever() to notice: called without a running loop it blocks forever.
         if self._thread is not None:
+            self._httpd.shutdown()
             self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
 
     def __enter__(self) -> FakeProviderServer:
         return self.start()

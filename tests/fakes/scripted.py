@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
@@ -75,9 +75,14 @@ class ScriptedModel:
         parts: list[str] = [info.instructions or ""]
         for m in messages:
             for p in m.parts:
+                if isinstance(p, RetryPromptPart):
+                    parts.append(p.model_response())  # what the model is told about its invalid output
+                    continue
                 content = getattr(p, "content", None)
                 if isinstance(content, str):
                     parts.append(content)
+                elif content is not None:  # validation errors come back as a list of dicts
+                    parts.append(json.dumps(content, default=str))
         return "\n".join(parts)
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -181,6 +181,10 @@ class _FileSection:
             new = new if new == _DEV_NULL else _strip_git_prefix(new)
         elif _DEV_NULL not in (old, new):
             old, new = _strip_plain_prefix(old, new)
+        elif old == _DEV_NULL:  # hg-style "--- /dev/null" / "+++ b/name"
+            new = new.removeprefix("b/")
+        else:
+            old = old.removeprefix("a/")
         return self.moved_from or old, self.moved_to or new
 
 

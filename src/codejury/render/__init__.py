@@ -65,7 +65,7 @@ def location(finding: Finding) -> str:
 
 def format_duration(seconds: float) -> str:
     """``12.3s`` below a minute, ``2m 05s`` above."""
-    if seconds < 60:
+    if round(seconds, 1) < 60:  # 59.96 would print as "60.0s"
         return f"{seconds:.1f}s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes}m {rest:02d}s"

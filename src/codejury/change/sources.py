@@ -1,0 +1,350 @@
+"""Change sources: a git branch, range or working tree, and a unified diff file (or stdin).
+
+``GitSource`` reviews, inside any git repository:
+
+- by default the current branch (HEAD) against its merge base with the default branch
+  (``origin/HEAD``, else ``main``, ``master``, ``origin/main``, ``origin/master``);
+- with ``working_tree=True`` the working tree (staged, unstaged and untracked non-ignored
+  files) against that merge base;
+- with ``base``/``head`` the range ``merge-base(base, head)..head``.
+
+Git runs as a subprocess with list arguments and user configuration that could change its
+output (colour, external diff tools, prefixes, path quoting) switched off. The head side is
+exported into a temporary directory (unless it is the working tree itself), so the tools
+read exactly the reviewed tree; use the source as a context manager to remove it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from codejury.change.diffparse import parse_diff
+from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, ChangeSource
+from codejury.errors import InputError, SourceError
+
+MAX_DIFF_BYTES = 20 * 1024 * 1024
+MAX_COMMITS = 50
+_DEFAULT_BRANCH_CANDIDATES = ("refs/heads/main", "refs/heads/master", "refs/remotes/origin/main",
+                              "refs/remotes/origin/master")  # fmt: skip
+_DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--src-prefix=a/", "--dst-prefix=b/",
+               "--no-relative", "--ignore-submodules=none")  # fmt: skip
+
+
+def _first_line(text: bytes | str) -> str:
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+    return lines[0] if lines else "no error message"
+
+
+class _Git:
+    """Runs git in one repository; failures become SourceError."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.env = {**os.environ, "LC_ALL": "C", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+        self.env.pop("GIT_DIR", None)
+        self.env.pop("GIT_WORK_TREE", None)
+        self.env.pop("GIT_INDEX_FILE", None)
+
+    def run(self, *args: str, ok: Sequence[int] = (0,), env: dict[str, str] | None = None) -> bytes:
+        """Run ``git args`` and return stdout; raise SourceError on an unexpected exit status."""
+        result = self.result(*args, env=env)
+        if result.returncode not in ok:
+            raise SourceError(f"git {args[0]} failed: {_first_line(result.stderr)}")
+        return result.stdout
+
+    def result(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        cmd = ["git", "--no-pager", "-c", "core.quotepath=off", "-c", "color.ui=false", *args]
+        try:
+            return subprocess.run(cmd, cwd=self.cwd, env=env or self.env, capture_output=True, check=False)
+        except FileNotFoundError as exc:
+            raise SourceError("git is not installed or not on PATH") from exc
+        except NotADirectoryError as exc:
+            raise SourceError(f"not a directory: {self.cwd}") from exc
+
+    def text(self, *args: str) -> str:
+        return self.run(*args).decode("utf-8", errors="replace").strip()
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit id ``ref`` names, or None."""
+        result = self.result("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        return result.stdout.decode().strip() if result.returncode == 0 else None
+
+
+class GitBaseReader(BaseReader):
+    """Reads files as they are in one commit."""
+
+    def __init__(self, git: _Git, commit: str) -> None:
+        self._git = git
+        self._commit = commit
+
+    def read_text(self, path: str) -> str | None:
+        path = _clean_repo_path(path)
+        if not path:
+            return None
+        result = self._git.result("cat-file", "blob", f"{self._commit}:{path}")
+        return result.stdout.decode("utf-8", errors="replace") if result.returncode == 0 else None
+
+    def list_dir(self, directory: str) -> list[str]:
+        directory = _clean_repo_path(directory)
+        spec = [f"{directory}/"] if directory else []
+        result = self._git.result("ls-tree", "-z", "--full-tree", self._commit, "--", *spec)
+        if result.returncode != 0:
+            return []
+        paths: list[str] = []
+        for entry in result.stdout.split(b"\0"):
+            info, _, name = entry.partition(b"\t")
+            if name and info.split(b" ")[1:2] == [b"blob"]:
+                paths.append(name.decode("utf-8", errors="replace"))
+        return paths
+
+
+def _clean_repo_path(path: str) -> str:
+    return "/".join(part for part in path.replace("\\", "/").split("/") if part not in ("", "."))
+
+
+class GitSource(ChangeSource):
+    """The current branch, the working tree, or a ``base``..``head`` range of a git repository."""
+
+    def __init__(
+        self, repo: Path, *, base: str | None = None, head: str | None = None, working_tree: bool = False
+    ) -> None:
+        self.repo = Path(repo)
+        self.base = base
+        self.head = head
+        self.working_tree = working_tree
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> GitSource:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the exported head tree, if any."""
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def load(self) -> ChangeSet:
+        if self.working_tree and self.head:
+            raise InputError("--working-tree cannot be combined with --head")
+        if not self.repo.is_dir():
+            raise SourceError(f"not a directory: {self.repo}")
+        probe = _Git(self.repo).result("rev-parse", "--show-toplevel")
+        if probe.returncode != 0:
+            raise SourceError(f"not a git repository: {self.repo}")
+        top = Path(probe.stdout.decode("utf-8", errors="replace").strip())
+        git = _Git(top)
+        head_ref = self.head or _current_branch(git)
+        head_sha = git.resolve(self.head or "HEAD")
+        if head_sha is None:
+            if self.head:
+                raise SourceError(f"unknown git ref: {self.head}")
+            raise SourceError(f"the repository has no commits yet: {top}")
+        base_ref = self.base or _default_branch(git)
+        base_sha = git.resolve(base_ref)
+        if base_sha is None:
+            raise SourceError(f"unknown git ref: {base_ref}")
+        merge = git.result("merge-base", base_sha, head_sha)
+        if merge.returncode != 0:
+            raise SourceError(
+                f"{base_ref} and {head_ref} have no common ancestor (a shallow clone? fetch more history)"
+            )
+        merge_base = merge.stdout.decode().strip()
+        if self.working_tree:
+            diff = self._working_tree_diff(git, merge_base)
+            root = top
+        else:
+            diff = git.run("diff", *_DIFF_FLAGS, merge_base, head_sha, "--")
+            root = self._export(git, head_sha)
+        files = parse_diff(diff)
+        meta = _meta(git, merge_base, head_sha, base_ref, head_ref, working_tree=self.working_tree)
+        return ChangeSet(files=files, meta=meta, root=root, base=GitBaseReader(git, merge_base))
+
+    def _tempdir(self) -> Path:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="codejury-src-")
+        return Path(self._tmp.name)
+
+    def _working_tree_diff(self, git: _Git, merge_base: str) -> bytes:
+        """Diff the merge base against the working tree, untracked files included.
+
+        Untracked files are staged into a throw-away copy of the index, so the real index
+        is never touched and renames between tracked and untracked files are detected.
+        """
+        index = Path(git.text("rev-parse", "--path-format=absolute", "--git-path", "index"))
+        tmp_index = self._tempdir() / "index"
+        if index.is_file():
+            shutil.copyfile(index, tmp_index)
+        env = {**git.env, "GIT_INDEX_FILE": str(tmp_index)}
+        if not index.is_file():
+            git.run("read-tree", "HEAD", env=env)
+        git.run("add", "--all", "--", ".", env=env)
+        diff = git.run("diff", *_DIFF_FLAGS, "--cached", merge_base, "--", env=env)
+        tmp_index.unlink(missing_ok=True)
+        return diff
+
+    def _export(self, git: _Git, commit: str) -> Path:
+        """Write the files of ``commit`` into a temporary directory (no attributes, no filters)."""
+        dest = self._tempdir() / "head"
+        dest.mkdir()
+        listing = git.run("ls-tree", "-r", "-z", "--full-tree", commit)
+        blobs: list[tuple[str, bytes, str]] = []
+        for entry in listing.split(b"\0"):
+            info, _, raw_name = entry.partition(b"\t")
+            fields = info.split(b" ")
+            if len(fields) == 3 and fields[1] == b"blob" and fields[0] != b"120000":
+                blobs.append((fields[0].decode(), fields[2], raw_name.decode("utf-8", errors="replace")))
+        if not blobs:
+            return dest
+        requests = self._tempdir() / "blobs.txt"
+        requests.write_bytes(b"".join(sha + b"\n" for _, sha, _ in blobs))
+        resolved_dest = dest.resolve()
+        with requests.open("rb") as stdin:
+            proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"], cwd=git.cwd, env=git.env, stdin=stdin,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            assert proc.stdout is not None
+            with proc.stdout as out:
+                for mode, _sha, name in blobs:
+                    header = out.readline().split(b" ")
+                    if len(header) != 3:
+                        proc.kill()
+                        raise SourceError(f"git cat-file failed while exporting {name}")
+                    data = out.read(int(header[2]))
+                    out.read(1)
+                    target = (dest / name).resolve()
+                    if not target.is_relative_to(resolved_dest):
+                        continue
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                    if mode == "100755":
+                        target.chmod(0o755)
+            proc.wait()
+        requests.unlink(missing_ok=True)
+        return dest
+
+
+def _current_branch(git: _Git) -> str:
+    result = git.result("symbolic-ref", "--quiet", "--short", "HEAD")
+    if result.returncode == 0:
+        return result.stdout.decode("utf-8", errors="replace").strip()
+    short = git.result("rev-parse", "--short", "HEAD")
+    return short.stdout.decode().strip() or "HEAD"
+
+
+def _default_branch(git: _Git) -> str:
+    """The default branch: origin/HEAD, else main, master, origin/main, origin/master."""
+    origin_head = git.result("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
+    if origin_head.returncode == 0:
+        ref = origin_head.stdout.decode("utf-8", errors="replace").strip()
+        if git.resolve(ref):
+            return ref.removeprefix("refs/remotes/")
+    for ref in _DEFAULT_BRANCH_CANDIDATES:
+        if git.resolve(ref):
+            return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+    raise SourceError("cannot find the default branch (no origin/HEAD, main or master); pass --base")
+
+
+def _meta(
+    git: _Git, merge_base: str, head: str, base_ref: str, head_ref: str, *, working_tree: bool
+) -> ChangeMeta:
+    fields = git.run("log", "-1", "--no-color", "--format=%s%x00%b%x00%an", head).decode("utf-8", "replace")
+    subject, body, author = ([*fields.split("\0"), "", ""])[:3]
+    log = git.run("log", "--no-color", "-z", f"-n{MAX_COMMITS}", "--format=%s", f"{merge_base}..{head}")
+    commits = tuple(reversed([s for s in log.decode("utf-8", errors="replace").split("\0") if s.strip()]))
+    if working_tree:
+        subject, body = f"Uncommitted changes on {head_ref}", ""
+    return ChangeMeta(
+        title=subject.strip(), description=body.strip(), author=author.strip(), commits=commits,
+        base_ref=base_ref, head_ref=head_ref,
+    )  # fmt: skip
+
+
+class FileBaseReader(BaseReader):
+    """Reads files under a directory, refusing paths that escape it."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root.resolve()
+
+    def _path(self, path: str) -> Path | None:
+        target = (self._root / _clean_repo_path(path)).resolve()
+        return target if target.is_relative_to(self._root) else None
+
+    def read_text(self, path: str) -> str | None:
+        target = self._path(path)
+        if target is None or not target.is_file():
+            return None
+        try:
+            return target.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def list_dir(self, directory: str) -> list[str]:
+        target = self._path(directory)
+        if target is None or not target.is_dir():
+            return []
+        return sorted(
+            p.relative_to(self._root).as_posix()
+            for p in target.iterdir()
+            if p.is_file() and self._path(p.relative_to(self._root).as_posix()) is not None
+        )
+
+
+class DiffFileSource(ChangeSource):
+    """A unified diff from a file, or from stdin when ``path`` is ``-``."""
+
+    def __init__(self, path: str, *, root: Path | None = None) -> None:
+        self.path = path
+        self.root = root
+
+    def load(self) -> ChangeSet:
+        data = self._read()
+        files = parse_diff(data)
+        root = self.root
+        if root is not None and not root.is_dir():
+            raise SourceError(f"repository directory not found: {root}")
+        title = "" if self.path == "-" else Path(self.path).name
+        return ChangeSet(
+            files=files, meta=ChangeMeta(title=title), root=root,
+            base=FileBaseReader(root) if root is not None else None,
+        )  # fmt: skip
+
+    def _read(self) -> bytes:
+        if self.path == "-":
+            data = sys.stdin.buffer.read(MAX_DIFF_BYTES + 1)
+            if len(data) > MAX_DIFF_BYTES:
+                raise InputError(
+                    f"diff on stdin is larger than {_mb(MAX_DIFF_BYTES)} (over {len(data)} bytes)"
+                )
+            return data
+        path = Path(self.path)
+        try:
+            size = path.stat().st_size
+            if size > MAX_DIFF_BYTES:
+                raise InputError(
+                    f"diff file {self.path} is {size} bytes, over the {_mb(MAX_DIFF_BYTES)} limit"
+                )
+            return path.read_bytes()
+        except FileNotFoundError as exc:
+            raise SourceError(f"diff file not found: {self.path}") from exc
+        except IsADirectoryError as exc:
+            raise SourceError(f"diff file is a directory: {self.path}") from exc
+        except OSError as exc:
+            raise SourceError(f"cannot read diff file {self.path}: {exc.strerror or exc}") from exc
+
+
+def _mb(n: int) -> str:
+    return f"{n // (1024 * 1024)} MB"

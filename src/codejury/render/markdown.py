@@ -1,0 +1,169 @@
+"""Reviews and plans as markdown: the summary comment a forge shows and ``--format markdown`` prints.
+
+Model-written text (summary, titles, bodies, suggestions, error messages) passes through
+``clean_text``; titles and table cells are collapsed to one line; code goes in fences longer
+than any backtick run it contains, so a model cannot close them early.
+"""
+
+from __future__ import annotations
+
+import re
+
+from codejury.findings import Finding, Plan, Review, ReviewerReport, SkippedFile, Verdict
+from codejury.render import (
+    SEVERITY_LABELS,
+    clean_text,
+    format_cost,
+    format_duration,
+    format_tokens,
+    group_by_section,
+    location,
+    one_line,
+)
+
+VERDICT_HEADLINES: dict[Verdict, str] = {
+    "approved": "Approved",
+    "approved_with_comments": "Approved with comments",
+    "significant_concerns": "Significant concerns",
+    "requested_changes": "Changes requested",
+}
+_BACKTICKS = re.compile(r"`+")
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+
+
+def fenced(text: str, info: str = "") -> str:
+    """``text`` in a backtick fence longer than any backtick run inside it."""
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def code_span(text: str) -> str:
+    """``text`` as inline code, safe whatever backticks it holds."""
+    text = one_line(text)
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _cell(text: str) -> str:
+    return one_line(text).replace("|", "\\|")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _finding(f: Finding) -> list[str]:
+    label = SEVERITY_LABELS.get(f.severity, f.severity.title())
+    lines = [f"**{label}** · {code_span(location(f))} · **{one_line(f.title)}**", ""]
+    body = clean_text(f.body).strip()
+    if body:
+        lines += [body, ""]
+    if f.suggestion is not None and f.suggestion.strip():
+        lines += ["Suggested change:", "", fenced(clean_text(f.suggestion)), ""]
+    return lines
+
+
+def _failed(review: Review) -> list[ReviewerReport]:
+    reports = [r for r in review.reviewers if r.status == "failed"]
+    if review.coordinator is not None and review.coordinator.status == "failed":
+        reports.append(review.coordinator)
+    return reports
+
+
+def _skipped(skipped: list[SkippedFile]) -> list[str]:
+    if not skipped:
+        return []
+    lines = ["<details>", f"<summary>Skipped files ({len(skipped)})</summary>", ""]
+    lines += [f"- {code_span(s.path)}: {one_line(s.reason)}" for s in skipped]
+    return [*lines, "", "</details>", ""]
+
+
+def _usage_table(review: Review) -> list[str]:
+    reports = [*review.reviewers, *([review.coordinator] if review.coordinator is not None else [])]
+    if not reports:
+        return []
+    lines = [
+        "<details>",
+        "<summary>Reviewers and usage</summary>",
+        "",
+        "| Reviewer | Model | Status | Tokens | Cost | Time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in reports:
+        lines.append(
+            f"| {_cell(r.name)} | {_cell(r.model)} | {r.status} | {_cell(format_tokens(r.usage()))} "
+            f"| {format_cost(r.cost_usd)} | {format_duration(r.duration_s)} |"
+        )
+    return [*lines, "", "</details>", ""]
+
+
+def render_review_markdown(review: Review) -> str:
+    """The review as one markdown comment: verdict, summary, findings by section, caveats, usage."""
+    headline = VERDICT_HEADLINES.get(review.verdict, review.verdict)
+    lines = ["## codejury review", "", f"**Verdict: {headline}**", ""]
+    summary = clean_text(review.summary).strip()
+    if summary:
+        lines += [summary, ""]
+    if review.break_glass:
+        lines += ["> **Break glass:** a human override forced approval; the findings below still stand.", ""]
+    if not review.judged:
+        lines += [
+            "> **Unjudged:** the coordinator could not run, so these findings are shown as the reviewers "
+            "reported them (not checked for false positives), and the review does not approve on its own.",
+            "",
+        ]
+    if review.findings:
+        for title, findings in group_by_section(review.findings):
+            lines += [f"### {_cell(title)} ({len(findings)})", ""]
+            for f in findings:
+                lines += _finding(f)
+    else:
+        lines += ["No findings.", ""]
+    failed = _failed(review)
+    if failed:
+        lines += ["### Reviewers that failed", ""]
+        lines += [
+            f"- **{_cell(r.name)}** ({code_span(r.model)}): {one_line(r.error or 'no reason given')}"
+            for r in failed
+        ]
+        lines.append("")
+    if review.dropped_findings:
+        total = sum(review.dropped_findings.values())
+        parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
+        lines += [f"{_plural(total, 'finding')} dropped ({parts}).", ""]
+    lines += _skipped(review.skipped_files)
+    lines += _usage_table(review)
+    u = review.usage
+    lines.append(
+        f"<sub>codejury · tier {review.tier} · {format_tokens(u)} tokens · {format_cost(u.cost_usd)} · "
+        f"{format_duration(u.duration_s)}</sub>"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_plan_markdown(plan: Plan) -> str:
+    """The dry-run plan: tier, reviewers with their models and files, skipped files, estimates."""
+    lines = [
+        "## codejury plan (dry run)",
+        "",
+        f"**Tier:** {plan.tier}",
+        "",
+        "| Reviewer | Model | Files |",
+        "|---|---|---|",
+    ]
+    for r in plan.reviewers:
+        files = ", ".join(code_span(p).replace("|", "\\|") for p in r.files)
+        lines.append(
+            f"| {_cell(r.name)} | {_cell(r.model)} | {len(r.files)}{': ' + files if files else ''} |"
+        )
+    lines += ["", f"**Coordinator:** {code_span(plan.coordinator_model)}", ""]
+    lines += _skipped(plan.skipped_files)
+    lines.append(
+        f"**Estimate:** {plan.estimated_input_tokens:,} input tokens, "
+        f"about {format_cost(plan.estimated_cost_usd)}."
+    )
+    return "\n".join(lines) + "\n"

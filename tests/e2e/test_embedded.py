@@ -1,0 +1,98 @@
+"""Whole reviews on the real embedded model, through the command a user runs.
+
+Slow (a minute or two each on 2 cores); select them with ``-m embedded``. ``make test`` runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from codejury.change.diffparse import parse_diff
+from codejury.findings import Finding
+from codejury.judge.verdict import decide_verdict
+from codejury.render.jsonout import REVIEW_JSON_SCHEMA
+
+pytestmark = pytest.mark.embedded
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples/demo"
+CODEJURY = Path(sys.executable).parent / "codejury"
+GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+@pytest.fixture(autouse=True)
+def _embedded_available() -> None:
+    pytest.importorskip("llama_cpp", reason="the embedded model needs the 'local' extra")
+
+
+def run_codejury(*args: str, cwd: Path) -> tuple[dict[str, Any], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEJURY_")}
+    out = cwd / "review.json"
+    proc = subprocess.run([str(CODEJURY), "review", "--format", "json", "--output", str(out),
+                           "--fail-on", "never", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text()), proc.stderr
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=repo, check=True, text=True,
+                          capture_output=True, env={**os.environ, **GIT_ENV, "HOME": str(repo)}).stdout
+
+
+def assert_user_contract(review: dict[str, Any], diff: str) -> None:
+    """What a user relies on: the schema, findings on changed lines, the verdict per the rubric."""
+    jsonschema.validate(review, REVIEW_JSON_SCHEMA)
+    assert any(r["status"] == "ok" for r in review["reviewers"])
+    changed = {f.path: set(f.added_lines or f.new_side_lines) for f in parse_diff(diff)}
+    for f in review["findings"]:
+        assert f["path"] in changed, f
+        assert changed[f["path"]] & set(range(f["start_line"], f["end_line"] + 1)), f
+    findings = [Finding.model_validate(f) for f in review["findings"]]
+    assert review["verdict"] == decide_verdict(findings, break_glass=False, judged=review["judged"])
+    assert review["usage"]["input_tokens"] > 0 and review["usage"]["output_tokens"] > 0
+    assert review["usage"]["cost_usd"] == 0
+
+
+def test_trivial_review_of_a_diff_file(tmp_path: Path) -> None:
+    base = (DEMO / "base/shop/db.py").read_text()
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO / "base", repo)
+    (repo / "shop/search.py").write_text((DEMO / "change/shop/search.py").read_text())
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "shop/db.py")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "add", "-A")
+    diff = git(repo, "diff", "--cached", "main")
+    assert base and diff.count("\n+") <= 12
+    (tmp_path / "change.diff").write_text(diff)
+    review, stderr = run_codejury("--diff", str(tmp_path / "change.diff"), "--repo", str(repo), cwd=tmp_path)
+    assert "embedded local model" in stderr
+    assert review["tier"] == "trivial"
+    assert [r["name"] for r in review["reviewers"]] == ["generalist"]
+    assert_user_contract(review, diff)
+
+
+def test_lite_review_of_a_branch(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO / "base", repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "checkout", "-q", "-b", "feature")
+    shutil.copy(DEMO / "change/shop/orders.py", repo / "shop/orders.py")
+    git(repo, "commit", "-qam", "Add an order report")
+    review, _ = run_codejury(cwd=repo)
+    assert review["tier"] == "lite"
+    assert {"code_quality", "documentation"} <= {r["name"] for r in review["reviewers"]}
+    assert_user_contract(review, git(repo, "diff", "main...feature"))
