@@ -20,7 +20,7 @@ from rich.console import Console
 
 from codejury import __version__
 from codejury.config import FAIL_ON_CHOICES
-from codejury.errors import CodejuryError, ReviewFailed
+from codejury.errors import CodejuryError, ConfigError, ReviewFailed
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
 from codejury.pipeline import ReviewOptions, review
@@ -48,7 +48,8 @@ def cli() -> None:
 
 @cli.command("review")
 @click.option("--working-tree", is_flag=True, help="Include uncommitted and untracked changes.")
-@click.option("--base", "base_ref", metavar="REF", help="Base of the range (default: merge-base with the default branch).")
+@click.option("--base", "base_ref", metavar="REF",
+              help="Base of the range (default: merge-base with the default branch).")
 @click.option("--head", "head_ref", metavar="REF", help="Head of the range (default: HEAD).")
 @click.option("--diff", "diff_file", metavar="FILE", help="Review a unified diff file ('-' for stdin) instead of git.")
 @click.option("--repo", "repo_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -112,7 +113,9 @@ async def _review(
         if diff_file:
             source = sources["diff"](path=diff_file, root=repo_dir)
         else:
-            source = sources["git"](repo=repo_dir or Path.cwd(), base=base_ref, head=head_ref, working_tree=working_tree)
+            source = sources["git"](
+                repo=repo_dir or Path.cwd(), base=base_ref, head=head_ref, working_tree=working_tree
+            )
         if hasattr(source, "__enter__"):
             source = stack.enter_context(source)
         change = source.load()
@@ -125,7 +128,7 @@ async def _review(
             table["reflection"] = reflection
         if exclude:
             table["exclude"] = list(exclude)
-        config_text = (str(config_file), config_file.read_text(encoding="utf-8")) if config_file else None
+        config_text = (str(config_file), _read_config(config_file)) if config_file else None
         settings, notice = load_settings(
             change, env, cli_table=table, cli_model=model,
             cli_reviewer_models=parse_assignments(model_for, "--model-for"), config_file_text=config_text,
@@ -141,6 +144,13 @@ async def _review(
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0
+
+
+def _read_config(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
 
 
 def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Any]) -> None:

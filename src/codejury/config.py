@@ -47,8 +47,8 @@ class ProviderSettings:
 class PriceSettings:
     input: float
     output: float
-    cache_read: float = 0.0
-    cache_write: float = 0.0
+    cache_read: float | None = None  # None: the provider's usual fraction of the input price
+    cache_write: float | None = None
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,8 @@ def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Se
             prices[spec] = PriceSettings(
                 input=float(entry["input"]),
                 output=float(entry["output"]),
-                cache_read=float(entry.get("cache_read", 0.0)),
-                cache_write=float(entry.get("cache_write", 0.0)),
+                cache_read=float(entry["cache_read"]) if "cache_read" in entry else None,
+                cache_write=float(entry["cache_write"]) if "cache_write" in entry else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{where}: prices.{spec}: needs numeric input and output (USD per Mtok)") from exc

@@ -28,7 +28,14 @@ from codejury.judge.verdict import decide_verdict, summarise
 from codejury.models.pricing import ModelPrice, PriceTable, estimate_tokens
 from codejury.models.profiles import ResolvedModel
 from codejury.models.registry import parse_model_string, resolve_model
-from codejury.plugins import ReviewConfig, assemble, make_plugin_manager, run_bootstrap, run_configure, run_post_configure
+from codejury.plugins import (
+    ReviewConfig,
+    assemble,
+    make_plugin_manager,
+    run_bootstrap,
+    run_configure,
+    run_post_configure,
+)
 from codejury.record.events import EventLog
 from codejury.reviewers.roster import coordinator_prompt, select_reviewers, shared_rules
 from codejury.workspace import build_workspace, numbered_patch
@@ -320,7 +327,9 @@ def _plan(
         if spec:
             cost += prices.cost(spec, Usage(input_tokens=tokens))
         if name != "coordinator":
-            planned.append(PlannedReviewer(name=name, model=spec or "(no enabled model)", files=[f.path for f in files]))
+            planned.append(
+                PlannedReviewer(name=name, model=spec or "(no enabled model)", files=[f.path for f in files])
+            )
     return Plan(
         tier=tier, reviewers=planned, coordinator_model=models["coordinator"] or "(no enabled model)",
         skipped_files=skipped, estimated_input_tokens=total_tokens, estimated_cost_usd=round(cost, 4),

@@ -157,7 +157,7 @@ def render_openai(reply: Reply, model: str, *, stream: bool) -> Wire:
         return _openai_error(reply)
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
     text = reply.text if isinstance(reply, TextReply) else None
-    calls = [
+    calls: list[dict[str, Any]] = [
         {
             "id": f"call_{uuid.uuid4().hex[:12]}",
             "type": "function",
@@ -268,7 +268,12 @@ def render_anthropic(reply: Reply, model: str, *, stream: bool) -> Wire:
         }
         return Wire.json(200, body)
 
-    start = {**message, "content": [], "stop_reason": None, "usage": _anthropic_usage(reply.usage, 1)}
+    start: dict[str, Any] = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "usage": _anthropic_usage(reply.usage, 1),
+    }
     events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
     for index, (block, args) in enumerate(zip(blocks, raw_args, strict=True)):
         if block["type"] == "text":

@@ -63,9 +63,7 @@ class FakeLlama:
             self.calls.append(kwargs)
             prompt = 100
             # The first ``cached_prefix`` prompt tokens stay the same between calls.
-            self._tokens = list(range(self.cached_prefix)) + [1000 + len(self.calls)] * (
-                prompt - self.cached_prefix
-            )
+            self._tokens = list(range(self.cached_prefix)) + [1000 + len(self.calls)] * (prompt - self.cached_prefix)
             return {
                 "choices": [
                     {"message": {"role": "assistant", "content": self.content}, "finish_reason": self.finish_reason}
@@ -216,9 +214,7 @@ async def test_real_embedded_model_returns_structured_output() -> None:
         output_type=NativeOutput(Verdict),
         system_prompt="You review code. Answer in JSON with fields ok (boolean) and reason (short string).",
     )
-    result = await agent.run(
-        "Is `x = 1 + 1` valid Python?", model=resolved.model, model_settings={"max_tokens": 64}
-    )
+    result = await agent.run("Is `x = 1 + 1` valid Python?", model=resolved.model, model_settings={"max_tokens": 64})
     assert isinstance(result.output, Verdict)
     assert result.output.reason
     usage = result.usage

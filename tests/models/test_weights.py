@@ -85,9 +85,7 @@ def test_later_calls_reuse_the_file_without_reassembling_or_rehashing(
     assert first.stat().st_mtime_ns == mtime
 
 
-def test_corrupted_part_is_a_clear_error_and_leaves_nothing(
-    tmp_path: Path, site: Path, spec: WeightsSpec
-) -> None:
+def test_corrupted_part_is_a_clear_error_and_leaves_nothing(tmp_path: Path, site: Path, spec: WeightsSpec) -> None:
     part = site / "cjfake_part2" / "data" / "part02.bin"
     part.write_bytes(b"X" + PARTS[1][1:])  # same size, different bytes
     cache = tmp_path / "cache"
@@ -147,9 +145,7 @@ def test_part_with_deleted_data_file_says_reinstall(tmp_path: Path, site: Path, 
         ensure_model_file(cache_dir=tmp_path / "cache", progress=False, spec=spec)
 
 
-def test_progress_is_reported_on_stderr(
-    tmp_path: Path, spec: WeightsSpec, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_progress_is_reported_on_stderr(tmp_path: Path, spec: WeightsSpec, capsys: pytest.CaptureFixture[str]) -> None:
     ensure_model_file(cache_dir=tmp_path / "cache", progress=True, spec=spec)
     captured = capsys.readouterr()
     assert captured.out == ""

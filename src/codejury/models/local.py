@@ -151,9 +151,7 @@ class LocalLlamaModel(Model):
             provider_details={"finish_reason": done.finish_reason, "seconds": round(done.seconds, 3)},
         )
 
-    def chat_messages(
-        self, messages: Sequence[ModelMessage], params: ModelRequestParameters
-    ) -> list[ChatMessage]:
+    def chat_messages(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[ChatMessage]:
         """The chat turns for llama.cpp, deterministic so the prompt prefix stays byte-stable."""
         turns: list[ChatMessage] = []
         for message in messages:
@@ -310,6 +308,14 @@ def _context_size() -> int:
     return value
 
 
+def _thread_count() -> int:
+    """One llama.cpp thread per CPU this process may run on (a container may allow fewer than exist)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _shared_llama(llama_cpp: Any, path: Path, n_ctx: int) -> LlamaLike:
     """One ``Llama`` per model file and context size per process, loaded on first use."""
     key = (str(path), n_ctx)
@@ -318,7 +324,7 @@ def _shared_llama(llama_cpp: Any, path: Path, n_ctx: int) -> LlamaLike:
             return _LLAMAS[key]
         try:
             llama: LlamaLike = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
+                model_path=str(path), n_ctx=n_ctx, n_threads=_thread_count(), verbose=False
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelSetupError(f"llama.cpp could not load {path}: {exc}") from exc

