@@ -27,8 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CODEJURY = Path(sys.executable).parent / "codejury"
 RESULTS = ROOT / "bench-results"
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 
@@ -59,9 +61,23 @@ def run_review(repo: Path, label: str) -> dict[str, Any]:
     started = time.monotonic()
     # a wrapper process per run, so the peak RSS reported is this run's alone
     proc = subprocess.run(
-        [sys.executable, "-c", PEAK_WRAPPER, str(CODEJURY), "review", "--format", "json", "--output", str(out),
-         "--fail-on", "never"],
-        cwd=repo, env=_review_env(), capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            PEAK_WRAPPER,
+            str(CODEJURY),
+            "review",
+            "--format",
+            "json",
+            "--output",
+            str(out),
+            "--fail-on",
+            "never",
+        ],
+        cwd=repo,
+        env=_review_env(),
+        capture_output=True,
+        text=True,
     )
     wall = time.monotonic() - started
     stderr_lines = proc.stderr.strip().splitlines()
@@ -70,14 +86,14 @@ def run_review(repo: Path, label: str) -> dict[str, Any]:
         raise SystemExit(f"{label}: codejury exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     review = json.loads(out.read_text())
     shutil.rmtree(out.parent, ignore_errors=True)
-    return {"label": label, "wall_s": round(wall, 1), "peak_rss_mib": round(peak_kib / 1024),
-            "review": review}
+    return {"label": label, "wall_s": round(wall, 1), "peak_rss_mib": round(peak_kib / 1024), "review": review}
 
 
 def demo_repo() -> Path:
     dest = Path(tempfile.mkdtemp(prefix="codejury-demo-")) / "repo"
-    subprocess.run([sys.executable, str(ROOT / "examples/demo/build_repo.py"), str(dest)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples/demo/build_repo.py"), str(dest)], check=True, stdout=subprocess.DEVNULL
+    )
     return dest
 
 
@@ -114,17 +130,23 @@ def planted_found(review: dict[str, Any]) -> dict[str, bool]:
 
 def print_run(result: dict[str, Any]) -> None:
     review = result["review"]
-    print(f"\n{result['label']}: tier {review['tier']}, verdict {review['verdict']}, "
-          f"wall {result['wall_s']} s, peak RSS {result['peak_rss_mib']} MiB, "
-          f"{len(review['findings'])} findings")
+    print(
+        f"\n{result['label']}: tier {review['tier']}, verdict {review['verdict']}, "
+        f"wall {result['wall_s']} s, peak RSS {result['peak_rss_mib']} MiB, "
+        f"{len(review['findings'])} findings"
+    )
     print(f"  {'agent':<24} {'status':<7} {'prompt tok':>10} {'cached':>7} {'output tok':>10} {'seconds':>8}")
     rows = [*review["reviewers"], *([review["coordinator"]] if review.get("coordinator") else [])]
     for r in rows:
-        print(f"  {r['name']:<24} {r['status']:<7} {r['input_tokens']:>10} {r['cache_read_tokens']:>7} "
-              f"{r['output_tokens']:>10} {r['duration_s']:>8.1f}")
+        print(
+            f"  {r['name']:<24} {r['status']:<7} {r['input_tokens']:>10} {r['cache_read_tokens']:>7} "
+            f"{r['output_tokens']:>10} {r['duration_s']:>8.1f}"
+        )
     u = review["usage"]
-    print(f"  {'total':<24} {'':<7} {u['input_tokens']:>10} {u['cache_read_tokens']:>7} "
-          f"{u['output_tokens']:>10} {u['duration_s']:>8.1f}")
+    print(
+        f"  {'total':<24} {'':<7} {u['input_tokens']:>10} {u['cache_read_tokens']:>7} "
+        f"{u['output_tokens']:>10} {u['duration_s']:>8.1f}"
+    )
 
 
 def main() -> None:

@@ -25,7 +25,16 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-                "CODEJURY_MODEL", "CODEJURY_MODEL_TOP", "CODEJURY_MODEL_STANDARD", "CODEJURY_MODEL_LIGHT"):
+    for var in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "CODEJURY_MODEL",
+        "CODEJURY_MODEL_TOP",
+        "CODEJURY_MODEL_STANDARD",
+        "CODEJURY_MODEL_LIGHT",
+    ):
         monkeypatch.delenv(var, raising=False)
     yield

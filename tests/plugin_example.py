@@ -20,10 +20,16 @@ def codejury_configure(ctx: ConfigureContext) -> None:
     CALLS.append("configure")
     if ctx.settings.get("explode"):
         raise ValueError("bad licensing table")
-    ctx.add_reviewer(ReviewerSpec(
-        name="licensing", title="Licensing", tier="light", prompt="# Licensing\nFlag copied code without a licence.",
-        tools=frozenset({"read_patch"}), source="plugin",
-    ))
+    ctx.add_reviewer(
+        ReviewerSpec(
+            name="licensing",
+            title="Licensing",
+            tier="light",
+            prompt="# Licensing\nFlag copied code without a licence.",
+            tools=frozenset({"read_patch"}),
+            source="plugin",
+        )
+    )
     ctx.add_prompt_section("House style", "Findings are written in British English.")
 
 

@@ -13,16 +13,24 @@ from codejury.cli import cli
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "T",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "T",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
 def git(repo: Path, *args: str) -> None:
     import os
 
-    subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=repo, check=True, capture_output=True,
-                   env={**os.environ, **GIT_ENV, "HOME": str(repo)})
+    subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, "HOME": str(repo)},
+    )
 
 
 @pytest.fixture
@@ -80,8 +88,17 @@ def test_dry_run_json_prints_the_plan_of_the_current_branch(repo: Path) -> None:
 
 
 def test_dry_run_markdown_with_an_explicit_model(repo: Path) -> None:
-    code, out, err = invoke("review", "--dry-run", "--format", "markdown", "--model", "openai:gpt-5-mini",
-                            "--model-for", "security=anthropic:claude-opus-4-5", cwd=repo)
+    code, out, err = invoke(
+        "review",
+        "--dry-run",
+        "--format",
+        "markdown",
+        "--model",
+        "openai:gpt-5-mini",
+        "--model-for",
+        "security=anthropic:claude-opus-4-5",
+        cwd=repo,
+    )
     assert code == 0, err
     assert "anthropic:claude-opus-4-5" in out and "openai:gpt-5-mini" in out
     assert "uv.lock" in out
@@ -104,8 +121,9 @@ def test_diff_from_stdin_without_a_repository(tmp_path: Path) -> None:
         (["--diff", "-", "--model-for", "security"], unified_diff("a.py", "", "x = 1\n"), "NAME=VALUE"),
     ],
 )
-def test_bad_input_exits_2_with_a_one_line_cause(tmp_path: Path, args: list[str], stdin: str | None,
-                                                 message: str) -> None:
+def test_bad_input_exits_2_with_a_one_line_cause(
+    tmp_path: Path, args: list[str], stdin: str | None, message: str
+) -> None:
     code, out, err = invoke("review", "--dry-run", *args, cwd=tmp_path, input=stdin)
     assert code == 2
     assert out == ""

@@ -12,9 +12,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ENV = {
-    "GIT_AUTHOR_NAME": "Dana Developer", "GIT_AUTHOR_EMAIL": "dana@example.com",
-    "GIT_COMMITTER_NAME": "Dana Developer", "GIT_COMMITTER_EMAIL": "dana@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(HERE), "PATH": "/usr/bin:/bin:/usr/local/bin",
+    "GIT_AUTHOR_NAME": "Dana Developer",
+    "GIT_AUTHOR_EMAIL": "dana@example.com",
+    "GIT_COMMITTER_NAME": "Dana Developer",
+    "GIT_COMMITTER_EMAIL": "dana@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": str(HERE),
+    "PATH": "/usr/bin:/bin:/usr/local/bin",
 }
 
 
@@ -33,9 +37,15 @@ def build(dest: Path) -> Path:
     git(dest, "checkout", "-q", "-b", "feature/reports-search-payments")
     shutil.copytree(HERE / "change", dest, dirs_exist_ok=True)
     git(dest, "add", "-A")
-    git(dest, "commit", "-q", "-m", "Add order report, product search and card payments\n\n"
+    git(
+        dest,
+        "commit",
+        "-q",
+        "-m",
+        "Add order report, product search and card payments\n\n"
         "Adds a per-order customer report, a product search endpoint helper and\n"
-        "card charging through the payment provider. Simplifies order_total.")
+        "card charging through the payment provider. Simplifies order_total.",
+    )
     return dest
 
 

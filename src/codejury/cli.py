@@ -48,42 +48,100 @@ def cli() -> None:
 
 @cli.command("review")
 @click.option("--working-tree", is_flag=True, help="Include uncommitted and untracked changes.")
-@click.option("--base", "base_ref", metavar="REF",
-              help="Base of the range (default: merge-base with the default branch).")
+@click.option(
+    "--base", "base_ref", metavar="REF", help="Base of the range (default: merge-base with the default branch)."
+)
 @click.option("--head", "head_ref", metavar="REF", help="Head of the range (default: HEAD).")
 @click.option("--diff", "diff_file", metavar="FILE", help="Review a unified diff file ('-' for stdin) instead of git.")
-@click.option("--repo", "repo_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Repository directory (default: current directory; with --diff, where tools may read).")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json", "terminal"]), default=None,
-              help="Output format (default: terminal on a TTY, markdown otherwise).")
+@click.option(
+    "--repo",
+    "repo_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Repository directory (default: current directory; with --diff, where tools may read).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json", "terminal"]),
+    default=None,
+    help="Output format (default: terminal on a TTY, markdown otherwise).",
+)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the review to FILE.")
-@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the JSONL event log to FILE.")
-@click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default=None,
-              help="Exit 1 when the review has a finding at or above this level (default: requested_changes).")
+@click.option(
+    "--events",
+    "events_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the JSONL event log to FILE.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON_CHOICES),
+    default=None,
+    help="Exit 1 when the review has a finding at or above this level (default: requested_changes).",
+)
 @click.option("--break-glass", is_flag=True, help="Force approval whatever the review says (recorded).")
 @click.option("--dry-run", is_flag=True, help="Call no model: print the plan, tokens and estimated cost.")
 @click.option("--model", metavar="PROVIDER:MODEL", help="Use this model for every reviewer and the coordinator.")
-@click.option("--model-for", multiple=True, metavar="NAME=PROVIDER:MODEL",
-              help="Model for one reviewer (or 'coordinator'); repeatable.")
+@click.option(
+    "--model-for",
+    multiple=True,
+    metavar="NAME=PROVIDER:MODEL",
+    help="Model for one reviewer (or 'coordinator'); repeatable.",
+)
 @click.option("--reflection/--no-reflection", default=None, help="Run the reflection pass before the judge.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Extra config file (TOML, same keys as [tool.codejury]).")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Extra config file (TOML, same keys as [tool.codejury]).",
+)
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
 def review_command(
-    working_tree: bool, base_ref: str | None, head_ref: str | None, diff_file: str | None, repo_dir: Path | None,
-    fmt: str | None, output: Path | None, events_file: Path | None, fail_on: str | None, break_glass: bool,
-    dry_run: bool, model: str | None, model_for: tuple[str, ...], reflection: bool | None,
-    exclude: tuple[str, ...], config_file: Path | None, plugins: tuple[str, ...],
+    working_tree: bool,
+    base_ref: str | None,
+    head_ref: str | None,
+    diff_file: str | None,
+    repo_dir: Path | None,
+    fmt: str | None,
+    output: Path | None,
+    events_file: Path | None,
+    fail_on: str | None,
+    break_glass: bool,
+    dry_run: bool,
+    model: str | None,
+    model_for: tuple[str, ...],
+    reflection: bool | None,
+    exclude: tuple[str, ...],
+    config_file: Path | None,
+    plugins: tuple[str, ...],
 ) -> None:
     """Review a change: the current branch against its merge-base, a range, or a diff file."""
     env = dict(os.environ)
     try:
-        code = asyncio.run(_review(
-            env, working_tree, base_ref, head_ref, diff_file, repo_dir, fmt, output, events_file, fail_on,
-            break_glass, dry_run, model, model_for, reflection, exclude, config_file, plugins,
-        ))
+        code = asyncio.run(
+            _review(
+                env,
+                working_tree,
+                base_ref,
+                head_ref,
+                diff_file,
+                repo_dir,
+                fmt,
+                output,
+                events_file,
+                fail_on,
+                break_glass,
+                dry_run,
+                model,
+                model_for,
+                reflection,
+                exclude,
+                config_file,
+                plugins,
+            )
+        )
     except ReviewFailed as exc:
         _err(f"review failed: {exc}")
         sys.exit(3)
@@ -97,10 +155,24 @@ def review_command(
 
 
 async def _review(
-    env: dict[str, str], working_tree: bool, base_ref: str | None, head_ref: str | None, diff_file: str | None,
-    repo_dir: Path | None, fmt: str | None, output: Path | None, events_file: Path | None, fail_on: str | None,
-    break_glass: bool, dry_run: bool, model: str | None, model_for: tuple[str, ...], reflection: bool | None,
-    exclude: tuple[str, ...], config_file: Path | None, plugins: tuple[str, ...],
+    env: dict[str, str],
+    working_tree: bool,
+    base_ref: str | None,
+    head_ref: str | None,
+    diff_file: str | None,
+    repo_dir: Path | None,
+    fmt: str | None,
+    output: Path | None,
+    events_file: Path | None,
+    fail_on: str | None,
+    break_glass: bool,
+    dry_run: bool,
+    model: str | None,
+    model_for: tuple[str, ...],
+    reflection: bool | None,
+    exclude: tuple[str, ...],
+    config_file: Path | None,
+    plugins: tuple[str, ...],
 ) -> int:
     from codejury.errors import InputError
 
@@ -130,14 +202,26 @@ async def _review(
             table["exclude"] = list(exclude)
         config_text = (str(config_file), _read_config(config_file)) if config_file else None
         settings, notice = load_settings(
-            change, env, cli_table=table, cli_model=model,
-            cli_reviewer_models=parse_assignments(model_for, "--model-for"), config_file_text=config_text,
+            change,
+            env,
+            cli_table=table,
+            cli_model=model,
+            cli_reviewer_models=parse_assignments(model_for, "--model-for"),
+            config_file_text=config_text,
         )
         if notice:
             _err(notice)
         events = stack.enter_context(EventLog(events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
-        opts = ReviewOptions(settings=settings, env=env, events=events, warn=_err, break_glass=break_glass,
-                             dry_run=dry_run, plugins=plugins, notices=(notice,) if notice else ())
+        opts = ReviewOptions(
+            settings=settings,
+            env=env,
+            events=events,
+            warn=_err,
+            break_glass=break_glass,
+            dry_run=dry_run,
+            plugins=plugins,
+            notices=(notice,) if notice else (),
+        )
         result = await review(change, opts)
     fmt = fmt or ("terminal" if sys.stdout.isatty() and output is None else "markdown")
     _emit(result, fmt, output, renderers)

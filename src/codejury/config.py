@@ -96,9 +96,21 @@ def read_config_text(name: str, text: str) -> dict[str, Any]:
 def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Settings:
     """Apply one config file's table over ``base``."""
     known = {
-        "models", "reviewers", "providers", "prices", "failback", "reflection", "fail_on", "exclude",
-        "max_tool_calls", "max_requests", "max_input_tokens", "reviewer_timeout_s", "overall_timeout_s",
-        "remote_config", "plugins",
+        "models",
+        "reviewers",
+        "providers",
+        "prices",
+        "failback",
+        "reflection",
+        "fail_on",
+        "exclude",
+        "max_tool_calls",
+        "max_requests",
+        "max_input_tokens",
+        "reviewer_timeout_s",
+        "overall_timeout_s",
+        "remote_config",
+        "plugins",
     }
     unknown = sorted(set(table) - known)
     if unknown:

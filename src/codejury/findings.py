@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Severity = Literal["critical", "warning", "suggestion"]
 Verdict = Literal["approved", "approved_with_comments", "significant_concerns", "requested_changes"]
@@ -31,16 +31,38 @@ class FindingDraft(BaseModel):
     path: str = Field(description="Path of the changed file, exactly as in the change's file list.")
     start_line: int = Field(ge=1, description="First line on the NEW side of the file.")
     end_line: int | None = Field(default=None, ge=1, description="Last line on the new side (defaults to start_line).")
-    title: str = Field(max_length=200, description="One-line summary of the problem.")
+    title: str = Field(description="One-line summary of the problem.")
     body: str = Field(description="Why this is a problem and what to do, in a few sentences.")
     suggestion: str | None = Field(default=None, description="Optional replacement code for the lines.")
     confidence: float = Field(ge=0.0, le=1.0, description="How sure you are, 0 to 1.")
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _percent_to_fraction(cls, value: object) -> object:
+        """Small models often answer a percentage (90) where a fraction (0.9) is asked for."""
+        if isinstance(value, int | float) and 1 < value <= 100:
+            return value / 100
+        return value
 
 
 class ReviewerOutput(BaseModel):
     """What a reviewer returns: its findings, possibly none."""
 
     findings: list[FindingDraft] = Field(default_factory=list)
+
+
+class NotedReviewerOutput(BaseModel):
+    """Reviewer output for small models answering JSON inline: short notes first, then findings.
+
+    Writing the notes before the findings lets a small model look at the lines before the
+    grammar makes it commit to a list; the notes are discarded.
+    """
+
+    notes: str = Field(description="Short notes: each problem you see on a '+' line, with its line number.")
+    findings: list[FindingDraft] = Field(max_length=8)
+
+    def to_output(self) -> ReviewerOutput:
+        return ReviewerOutput(findings=self.findings)
 
 
 class Finding(BaseModel):

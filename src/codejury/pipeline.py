@@ -102,9 +102,9 @@ def reviewer_files(name: str, files: Sequence[FileChange]) -> list[FileChange]:
 
 
 def price_table(settings: Settings) -> PriceTable:
-    return PriceTable({
-        spec: ModelPrice(p.input, p.output, p.cache_read, p.cache_write) for spec, p in settings.prices.items()
-    })
+    return PriceTable(
+        {spec: ModelPrice(p.input, p.output, p.cache_read, p.cache_write) for spec, p in settings.prices.items()}
+    )
 
 
 def break_glass_requested(change: ChangeSet) -> bool:
@@ -125,12 +125,18 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     read_head = _head_reader(change.root)
     kept, skipped = filter_noise(change.files, read_head=read_head, extra_globs=config.settings.exclude)
     tier: Tier = classify_tier(kept) if kept else "trivial"
-    names = select_reviewers(
-        tier, kept, config.reviewers,
-        release_changed=any(is_release_file(f.path) for f in kept),
-        has_custom_rules=bool(config.custom_rules),
-        has_agent_instructions=bool(config.repo_instructions),
-    ) if kept else []
+    names = (
+        select_reviewers(
+            tier,
+            kept,
+            config.reviewers,
+            release_changed=any(is_release_file(f.path) for f in kept),
+            has_custom_rules=bool(config.custom_rules),
+            has_agent_instructions=bool(config.repo_instructions),
+        )
+        if kept
+        else []
+    )
     events.emit("plan", tier=tier, reviewers=names, files=len(kept), skipped=len(skipped))
     models = {n: choose_model(config, n, tier=tier) for n in [*names, "coordinator"]}
     prices = price_table(config.settings)
@@ -147,7 +153,10 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
         resolved[spec] = resolver(spec, config)
     if not kept:
         review_ = Review(
-            verdict="approved", tier=tier, skipped_files=skipped, break_glass=break_glass,
+            verdict="approved",
+            tier=tier,
+            skipped_files=skipped,
+            break_glass=break_glass,
             summary="No reviewable files: every changed file was skipped (see skipped files).",
             usage=Usage(duration_s=round(time.monotonic() - started, 3)),
         )
@@ -158,18 +167,34 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
         workspace = build_workspace(change, dest, shared_context=context_text)
         tools = RepoTools(change.root, dict(patches))
         ctx = ChangeContext(
-            files=kept, title=change.meta.title, shared_context=context_text, patches=patches, tools=tools,
-            shared_rules=rules, sections=config.prompt_sections,
+            files=kept,
+            title=change.meta.title,
+            shared_context=context_text,
+            patches=patches,
+            tools=tools,
+            shared_rules=rules,
+            sections=config.prompt_sections,
         )
         events.emit("workspace", path=str(workspace.root), patches=len(workspace.patch_paths))
-        return await _run_review(change, config, opts, ctx, tier, names, models, resolved, kept, skipped,
-                                 prices, break_glass, started)
+        return await _run_review(
+            change, config, opts, ctx, tier, names, models, resolved, kept, skipped, prices, break_glass, started
+        )
 
 
 async def _run_review(
-    change: ChangeSet, config: ReviewConfig, opts: ReviewOptions, ctx: ChangeContext, tier: Tier,
-    names: list[str], models: Mapping[str, str | None], resolved: Mapping[str, ResolvedModel],
-    kept: list[FileChange], skipped: list, prices: PriceTable, break_glass: bool, started: float,  # type: ignore[type-arg]
+    change: ChangeSet,
+    config: ReviewConfig,
+    opts: ReviewOptions,
+    ctx: ChangeContext,
+    tier: Tier,
+    names: list[str],
+    models: Mapping[str, str | None],
+    resolved: Mapping[str, ResolvedModel],
+    kept: list[FileChange],
+    skipped: list,
+    prices: PriceTable,
+    break_glass: bool,
+    started: float,  # type: ignore[type-arg]
 ) -> Review:
     settings, events = config.settings, opts.events
     semaphores = {spec: asyncio.Semaphore(max(1, m.profile.parallel_requests)) for spec, m in resolved.items()}
@@ -185,10 +210,15 @@ async def _run_review(
             return AgentOutcome(None, Usage(), error="every model in its failback chain is disabled")
         async with semaphores[spec]:
             return await run_agent(
-                ctx, name=name, task_prompt=config.reviewers[name].prompt, model=resolved[spec],
+                ctx,
+                name=name,
+                task_prompt=config.reviewers[name].prompt,
+                model=resolved[spec],
                 output_type=ReviewerOutput,
                 allowed_tools=config.tool_permissions.get(name, config.reviewers[name].tools) & TOOL_NAMES,
-                limits=limits_for(name), prices=prices, events=events,
+                limits=limits_for(name),
+                prices=prices,
+                events=events,
             )
 
     outcomes = await _fan_out(names, run_one, settings.overall_timeout_s)
@@ -205,8 +235,9 @@ async def _run_review(
                 anchored = anchors.anchor(name, draft, files_by_path)
                 if isinstance(anchored, str):
                     dropped[anchored] = dropped.get(anchored, 0) + 1
-                    events.emit("finding_dropped", reviewer=name, reason=anchored, path=draft.path,
-                                line=draft.start_line)
+                    events.emit(
+                        "finding_dropped", reviewer=name, reason=anchored, path=draft.path, line=draft.start_line
+                    )
                 else:
                     findings.append(anchored)
     ok_names = [r.name for r in reports if r.status == "ok"]
@@ -215,16 +246,25 @@ async def _run_review(
         events.emit("review_failed", reason="no reviewer succeeded", failures=failures)
         raise ReviewFailed(f"no reviewer succeeded ({failures})")
     if settings.reflection and findings:
+
         def to_finding(reviewer: str, draft: object) -> Finding | None:
             res = anchors.anchor(reviewer, draft, files_by_path)  # type: ignore[arg-type]
             return None if isinstance(res, str) else res
 
         trio = [(n, config.reviewers[n].prompt, resolved[models[n]]) for n in ok_names if models[n]]  # type: ignore[index]
-        findings, refl = await reflection.reflect(ctx, findings, trio, limits=limits_for("reflection"),
-                                                  prices=prices, events=events, to_finding=to_finding)
+        findings, refl = await reflection.reflect(
+            ctx, findings, trio, limits=limits_for("reflection"), prices=prices, events=events, to_finding=to_finding
+        )
         for name, outcome in refl:
-            reports.append(ReviewerReport.from_usage(f"{name}:reflection", models[name] or "-",
-                                                     "ok" if outcome.ok else "failed", outcome.usage, outcome.error))
+            reports.append(
+                ReviewerReport.from_usage(
+                    f"{name}:reflection",
+                    models[name] or "-",
+                    "ok" if outcome.ok else "failed",
+                    outcome.usage,
+                    outcome.error,
+                )
+            )
     findings = _unique(findings)
     findings, dupes = deduplicate(findings)
     if dupes:
@@ -236,30 +276,55 @@ async def _run_review(
         coord_report = ReviewerReport(name="coordinator", model=coord_spec or "-", status="skipped")
     elif coord_spec is None:
         judged = False
-        coord_report = ReviewerReport(name="coordinator", model="-", status="failed",
-                                      error="every model in its failback chain is disabled")
+        coord_report = ReviewerReport(
+            name="coordinator", model="-", status="failed", error="every model in its failback chain is disabled"
+        )
     else:
         findings, judge_dropped, outcome = await coordinator.judge(
-            ctx, findings, prompt=coordinator_prompt(), model=resolved[coord_spec], limits=limits_for("coordinator"),
-            prices=prices, events=events, sections=list(config.reviewers),
+            ctx,
+            findings,
+            prompt=coordinator_prompt(),
+            model=resolved[coord_spec],
+            limits=limits_for("coordinator"),
+            prices=prices,
+            events=events,
+            sections=list(config.reviewers),
         )
         judged = outcome.ok
         for k, v in judge_dropped.items():
             dropped[k] = dropped.get(k, 0) + v
-        coord_report = ReviewerReport.from_usage("coordinator", coord_spec, "ok" if outcome.ok else "failed",
-                                                 outcome.usage, outcome.error)
+        coord_report = ReviewerReport.from_usage(
+            "coordinator", coord_spec, "ok" if outcome.ok else "failed", outcome.usage, outcome.error
+        )
     findings.sort(key=lambda f: (-_rank(f.severity), f.path, f.start_line))
     verdict = decide_verdict(findings, break_glass=break_glass, judged=judged)
     failed = [r.name for r in reports if r.status == "failed"]
     total = sum((r.usage() for r in [*reports, coord_report]), Usage())
     total = total.model_copy(update={"duration_s": round(time.monotonic() - started, 3)})
     result = Review(
-        verdict=verdict, tier=tier, summary=summarise(findings, verdict, failed, judged, break_glass),
-        findings=findings, reviewers=reports, coordinator=coord_report, skipped_files=skipped, usage=total,
-        judged=judged, break_glass=break_glass, dropped_findings=dropped,
+        verdict=verdict,
+        tier=tier,
+        summary=summarise(findings, verdict, failed, judged, break_glass),
+        findings=findings,
+        reviewers=reports,
+        coordinator=coord_report,
+        skipped_files=skipped,
+        usage=total,
+        judged=judged,
+        break_glass=break_glass,
+        dropped_findings=dropped,
     )
-    events.emit("review_finished", verdict=verdict, tier=tier, findings=len(findings), judged=judged,
-                break_glass=break_glass, failed_reviewers=failed, dropped=dropped, **total.model_dump())
+    events.emit(
+        "review_finished",
+        verdict=verdict,
+        tier=tier,
+        findings=len(findings),
+        judged=judged,
+        break_glass=break_glass,
+        failed_reviewers=failed,
+        dropped=dropped,
+        **total.model_dump(),
+    )
     return result
 
 
@@ -310,8 +375,16 @@ def _head_reader(root: Path | None) -> Callable[[str], str | None] | None:
 
 
 def _plan(
-    config: ReviewConfig, tier: Tier, names: list[str], models: Mapping[str, str | None], kept: list[FileChange],
-    skipped: list, rules: str, context_text: str, patches: list[tuple[str, str]], prices: PriceTable,  # type: ignore[type-arg]
+    config: ReviewConfig,
+    tier: Tier,
+    names: list[str],
+    models: Mapping[str, str | None],
+    kept: list[FileChange],
+    skipped: list,
+    rules: str,
+    context_text: str,
+    patches: list[tuple[str, str]],
+    prices: PriceTable,  # type: ignore[type-arg]
 ) -> Plan:
     patch_tokens = {path: estimate_tokens(text) for path, text in patches}
     planned: list[PlannedReviewer] = []
@@ -331,8 +404,12 @@ def _plan(
                 PlannedReviewer(name=name, model=spec or "(no enabled model)", files=[f.path for f in files])
             )
     return Plan(
-        tier=tier, reviewers=planned, coordinator_model=models["coordinator"] or "(no enabled model)",
-        skipped_files=skipped, estimated_input_tokens=total_tokens, estimated_cost_usd=round(cost, 4),
+        tier=tier,
+        reviewers=planned,
+        coordinator_model=models["coordinator"] or "(no enabled model)",
+        skipped_files=skipped,
+        estimated_input_tokens=total_tokens,
+        estimated_cost_usd=round(cost, 4),
     )
 
 

@@ -219,9 +219,7 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
 async def run_post_configure(pm: pluggy.PluginManager, config: ReviewConfig, warn: Warn) -> ReviewConfig:
     """Run every plugin's post_configure in order and apply what they asked for."""
     for name, fn in _impls(pm, "codejury_post_configure"):
-        ctx = PostConfigureContext(
-            plugin=name, settings=_own_settings(config.settings, name), config=config, warn=warn
-        )
+        ctx = PostConfigureContext(plugin=name, settings=_own_settings(config.settings, name), config=config, warn=warn)
         try:
             await await_maybe(fn(ctx=ctx))
         except CodejuryError:

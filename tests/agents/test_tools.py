@@ -139,9 +139,7 @@ def test_empty_file(repo: Path, tools: RepoTools) -> None:
 def test_read_patch(tools: RepoTools) -> None:
     assert tools.read_patch("src/app.py") == PATCHES["src/app.py"]
     assert tools.read_patch("./src/app.py") == PATCHES["src/app.py"]
-    assert tools.read_patch("lines.txt").startswith(
-        "error: 'lines.txt' is not a changed file; changed files are:"
-    )
+    assert tools.read_patch("lines.txt").startswith("error: 'lines.txt' is not a changed file; changed files are:")
 
 
 def test_list_files_skips_git_and_marks_directories(tools: RepoTools) -> None:
@@ -190,10 +188,7 @@ def test_without_a_checkout_only_patches_are_available() -> None:
     assert bare.read_file("src/app.py") == (
         "error: no repository checkout; only the patches are available: use read_patch"
     )
-    assert (
-        bare.list_files()
-        == "(no repository checkout: only the changed files are known)\nREADME.md\nsrc/app.py"
-    )
+    assert bare.list_files() == "(no repository checkout: only the changed files are known)\nREADME.md\nsrc/app.py"
     assert bare.list_files("src").endswith("\nsrc/app.py")
     assert bare.grep("TOKEN") == (
         "(no repository checkout: matches in the patches, with their patch line numbers)\n"

@@ -11,9 +11,7 @@ from codejury.change.types import DiffLine, FileChange, FileStatus, Hunk
 def change(path: str, *added: str, status: FileStatus = "modified", binary: bool = False) -> FileChange:
     lines = tuple(DiffLine("+", text, None, i) for i, text in enumerate(added or ("x = 1",), start=1))
     hunk = Hunk(0 if status == "added" else 1, 0, 1, len(lines), "", lines)
-    return FileChange(
-        path=path, old_path=None, status=status, hunks=() if binary else (hunk,), is_binary=binary
-    )
+    return FileChange(path=path, old_path=None, status=status, hunks=() if binary else (hunk,), is_binary=binary)
 
 
 def reasons(*files: FileChange, **kwargs: object) -> dict[str, str | None]:

@@ -76,9 +76,7 @@ def test_build_workspace_writes_patches_and_context(tmp_path: Path) -> None:
 
 def test_files_argument_restricts_the_patches(tmp_path: Path) -> None:
     fcs = files()
-    ws = build_workspace(
-        ChangeSet(files=tuple(fcs.values())), tmp_path, shared_context="", files=[fcs["run.sh"]]
-    )
+    ws = build_workspace(ChangeSet(files=tuple(fcs.values())), tmp_path, shared_context="", files=[fcs["run.sh"]])
     assert list(ws.patch_paths) == ["run.sh"]
     assert [p.name for p in ws.patch_dir.iterdir()] == ["run.sh.patch"]
 

@@ -26,8 +26,13 @@ pytestmark = pytest.mark.embedded
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples/demo"
 CODEJURY = Path(sys.executable).parent / "codejury"
-GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "T",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "T",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -38,23 +43,34 @@ def _embedded_available() -> None:
 def run_codejury(*args: str, cwd: Path) -> tuple[dict[str, Any], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEJURY_")}
     out = cwd / "review.json"
-    proc = subprocess.run([str(CODEJURY), "review", "--format", "json", "--output", str(out),
-                           "--fail-on", "never", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [str(CODEJURY), "review", "--format", "json", "--output", str(out), "--fail-on", "never", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(out.read_text()), proc.stderr
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=repo, check=True, text=True,
-                          capture_output=True, env={**os.environ, **GIT_ENV, "HOME": str(repo)}).stdout
+    return subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args],
+        cwd=repo,
+        check=True,
+        text=True,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, "HOME": str(repo)},
+    ).stdout
 
 
 def assert_user_contract(review: dict[str, Any], diff: str) -> None:
-    """What a user relies on: the schema, findings on changed lines, the verdict per the rubric."""
+    """What a user relies on: the schema, findings on lines of the diff, the verdict per the rubric."""
     jsonschema.validate(review, REVIEW_JSON_SCHEMA)
     assert any(r["status"] == "ok" for r in review["reviewers"])
-    changed = {f.path: set(f.added_lines or f.new_side_lines) for f in parse_diff(diff)}
+    changed = {f.path: set(f.new_side_lines) for f in parse_diff(diff)}
     for f in review["findings"]:
         assert f["path"] in changed, f
         assert changed[f["path"]] & set(range(f["start_line"], f["end_line"] + 1)), f

@@ -62,9 +62,7 @@ class Wire:
     @classmethod
     def json(cls, status: int, obj: Any, headers: dict[str, str] | None = None) -> Wire:
         """A JSON body in one piece."""
-        return cls(
-            status, {"Content-Type": "application/json", **(headers or {})}, [json.dumps(obj).encode()]
-        )
+        return cls(status, {"Content-Type": "application/json", **(headers or {})}, [json.dumps(obj).encode()])
 
     @classmethod
     def sse(cls, events: list[tuple[str | None, Any]]) -> Wire:
@@ -195,9 +193,7 @@ def render_openai(reply: Reply, model: str, *, stream: bool) -> Wire:
     events += [(None, chunk({"content": piece})) for piece in (_pieces(text) if text else [])]
     for index, call in enumerate(calls):
         head = {"index": index, "id": call["id"], "type": "function"}
-        events.append(
-            (None, chunk({"tool_calls": [{**head, "function": {"name": call["function"]["name"]}}]}))
-        )
+        events.append((None, chunk({"tool_calls": [{**head, "function": {"name": call["function"]["name"]}}]})))
         for piece in _pieces(call["function"]["arguments"], 2):
             events.append((None, chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})))
     events.append((None, chunk({}, finish)))
@@ -285,10 +281,7 @@ def render_anthropic(reply: Reply, model: str, *, stream: bool) -> Wire:
         events.append(
             ("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
         )
-        events += [
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-            for d in deltas
-        ]
+        events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     delta = {"stop_reason": stop_reason, "stop_sequence": None}
     final_usage = _anthropic_usage(reply.usage, reply.usage.output)

@@ -89,8 +89,7 @@ def test_long_span_found_from_far_start() -> None:
     # A kept finding starting far above still overlaps a later one through its long span.
     wide = f("wide", start_line=1, end_line=200, severity="critical")
     small = [
-        f(f"s{i}", start_line=5 * i + 1, end_line=5 * i + 1, category="other", title=f"thing {i}")
-        for i in range(10)
+        f(f"s{i}", start_line=5 * i + 1, end_line=5 * i + 1, category="other", title=f"thing {i}") for i in range(10)
     ]
     narrow = f("narrow", start_line=150, end_line=150)
     kept, dropped = deduplicate([*small, wide, narrow])

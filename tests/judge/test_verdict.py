@@ -82,9 +82,7 @@ def test_break_glass_forces_approval() -> None:
     assert decide_verdict([f("critical")], break_glass=True, judged=False) == "approved"
 
 
-@pytest.mark.parametrize(
-    "findings", [[], [f("suggestion", confidence=0.1)], [f("suggestion")], [f("warning")]]
-)
+@pytest.mark.parametrize("findings", [[], [f("suggestion", confidence=0.1)], [f("suggestion")], [f("warning")]])
 def test_unjudged_never_approves(findings: list[Finding]) -> None:
     assert decide_verdict(findings, judged=False) == "significant_concerns"
 
@@ -147,9 +145,7 @@ def test_summarise_counts_and_headline() -> None:
 
 
 def test_summarise_only_suggestions_has_no_headline() -> None:
-    text = summarise(
-        [f("suggestion"), f("suggestion", path="b.py")], "approved_with_comments", [], True, False
-    )
+    text = summarise([f("suggestion"), f("suggestion", path="b.py")], "approved_with_comments", [], True, False)
     assert text == "2 suggestions from 1 reviewer."
 
 
@@ -165,8 +161,7 @@ def test_summarise_failed_reviewers_deduplicated() -> None:
     assert text == "No problems found. 2 reviewers failed (security, docs)."
     one = summarise([], "approved", ["docs"], False, False)
     assert one == (
-        "No problems found. 1 reviewer failed (docs); "
-        "the coordinator could not run, so the findings are unjudged."
+        "No problems found. 1 reviewer failed (docs); the coordinator could not run, so the findings are unjudged."
     )
 
 

@@ -219,3 +219,19 @@ async def test_real_embedded_model_returns_structured_output() -> None:
     assert result.output.reason
     usage = result.usage
     assert usage.input_tokens > 0 and usage.output_tokens > 0
+
+
+def test_reviewer_schemas_become_grammars_llama_cpp_can_build() -> None:
+    """Length bounds inside repeated objects blow up llama.cpp's grammar: they are left out."""
+    import json
+
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    from codejury.findings import NotedReviewerOutput, ReviewerOutput
+    from codejury.judge.coordinator import JudgeOutput
+    from codejury.models.local import grammar_safe_schema
+
+    for output in (NotedReviewerOutput, ReviewerOutput, JudgeOutput):
+        schema = grammar_safe_schema(output.model_json_schema())
+        assert "maxLength" not in json.dumps(schema)
+        grammar = llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        assert grammar is not None

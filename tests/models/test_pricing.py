@@ -38,9 +38,7 @@ def test_override_beats_builtin() -> None:
 def test_override_prices_a_model_the_table_does_not_know() -> None:
     table = PriceTable({"gateway:team-model": ModelPrice(1.0, 2.0)})
     assert table.is_known("gateway:team-model")
-    assert table.cost("gateway:team-model", Usage(input_tokens=MTOK, output_tokens=MTOK)) == pytest.approx(
-        3.0
-    )
+    assert table.cost("gateway:team-model", Usage(input_tokens=MTOK, output_tokens=MTOK)) == pytest.approx(3.0)
 
 
 def test_unknown_model_costs_nothing_and_is_not_known() -> None:
@@ -103,9 +101,7 @@ def test_openai_cache_defaults_and_explicit_cache_price() -> None:
 
 def test_cached_tokens_are_billed_at_cache_prices_not_twice() -> None:
     # input_tokens includes the cached reads and writes (pydantic-ai's convention).
-    usage = Usage(
-        input_tokens=1_000_000, output_tokens=0, cache_read_tokens=600_000, cache_write_tokens=100_000
-    )
+    usage = Usage(input_tokens=1_000_000, output_tokens=0, cache_read_tokens=600_000, cache_write_tokens=100_000)
     cost = PriceTable().cost("anthropic:claude-sonnet-4-5", usage)
     assert cost == pytest.approx(0.3 * 3.0 + 0.6 * 0.3 + 0.1 * 3.75)
 

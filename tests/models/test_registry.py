@@ -120,9 +120,7 @@ async def test_structured_output_usage_and_key(
     assert request.model == case.spec.partition(":")[2]
     assert not request.stream
     assert _key_sent(request, case)
-    assert all(
-        case.key not in v for k, v in request.headers.items() if k not in ("authorization", "x-api-key")
-    )
+    assert all(case.key not in v for k, v in request.headers.items() if k not in ("authorization", "x-api-key"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -220,9 +218,7 @@ def test_disabled_provider(env: dict[str, str]) -> None:
         registry.resolve_model("openai:gpt-5-mini", providers, env=env)
 
 
-@pytest.mark.parametrize(
-    "spec", ["gpt-5-mini", "openai:", "openai:  ", ":gpt-5", "", "open ai:gpt-5", "-x:y"]
-)
+@pytest.mark.parametrize("spec", ["gpt-5-mini", "openai:", "openai:  ", ":gpt-5", "", "open ai:gpt-5", "-x:y"])
 def test_malformed_model_string(spec: str, env: dict[str, str]) -> None:
     with pytest.raises(ModelSetupError, match="expected provider:model"):
         registry.resolve_model(spec, BUILTIN_PROVIDERS, env=env)

@@ -42,9 +42,7 @@ def test_caveats_failed_skipped_dropped_and_footer() -> None:
 
 def test_failed_coordinator_listed_and_unjudged_notice() -> None:
     coordinator = ReviewerReport(name="coordinator", model="m", status="failed", error="rate limited")
-    text = render_review_markdown(
-        full_review(coordinator=coordinator, judged=False, verdict="significant_concerns")
-    )
+    text = render_review_markdown(full_review(coordinator=coordinator, judged=False, verdict="significant_concerns"))
     assert "**Verdict: Significant concerns**" in text
     assert "**Unjudged:**" in text
     assert "- **coordinator** (`m`): rate limited" in text

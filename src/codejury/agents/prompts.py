@@ -74,9 +74,7 @@ def shared_context(
         fence("mr_body", meta.description or "(no description)"),
     ]
     if meta.author or meta.base_ref or meta.head_ref:
-        parts.append(
-            fence("mr_details", f"author: {meta.author}\nbase: {meta.base_ref}\nhead: {meta.head_ref}")
-        )
+        parts.append(fence("mr_details", f"author: {meta.author}\nbase: {meta.base_ref}\nhead: {meta.head_ref}"))
     if meta.commits:
         parts.append(fence("commit_messages", "\n---\n".join(meta.commits[:50])))
     if meta.comments:
@@ -135,12 +133,18 @@ def inline_change(context: str, patches: Sequence[tuple[str, str]], *, budget_ch
     return "\n\n".join(out) + "\n"
 
 
-def inline_task(reviewer_prompt: str) -> str:
+def inline_task(reviewer_prompt: str, *, noted: bool = False) -> str:
     """The reviewer's own focus, placed last so the shared prefix is reused across reviewers."""
-    return (
-        "\n# Your task\n"
-        + reviewer_prompt.strip()
-        + '\n\nAnswer with JSON only: {"findings": [...]}. Each finding: category, severity, path, '
-        "start_line, end_line, title, body, confidence. Use the NEW-side line numbers printed in "
-        "the patches. Report only real problems on changed lines; an empty list is fine.\n"
-    )
+    if noted:
+        answer = (
+            "First write short notes on the problems you see on '+' lines (file, line, what is wrong), then "
+            "one finding per real problem with path, start_line (the number printed before the '+'), title, "
+            'body, category, severity, confidence. Answer with JSON: {"notes": "...", "findings": [...]}.'
+        )
+    else:
+        answer = (
+            'Answer with JSON only: {"findings": [...]}. Each finding: category, severity, path, start_line, '
+            "end_line, title, body, confidence. Use the NEW-side line numbers printed in the patches. Report "
+            "only real problems on changed lines; an empty list is fine."
+        )
+    return "\n# Your task\n" + reviewer_prompt.strip() + "\n\n" + answer + "\n"

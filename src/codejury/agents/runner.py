@@ -26,7 +26,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from codejury.agents import prompts
 from codejury.agents.tools import RepoTools, as_agent_tools
 from codejury.change.types import FileChange
-from codejury.findings import Usage
+from codejury.findings import NotedReviewerOutput, ReviewerOutput, Usage
 from codejury.models.pricing import PriceTable, usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
@@ -103,9 +103,7 @@ async def run_agent(
     events.emit("agent_started", agent=name, model=model.spec)
     try:
         async with asyncio.timeout(limits.timeout_s):
-            output = await _run(
-                ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage
-            )
+            output = await _run(ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage)
         error = None
     except Exception as exc:  # every failure is reported on the reviewer, never raised
         output, error = None, describe_error(exc)
@@ -165,8 +163,21 @@ async def _run(
         budget = max(2_000, (profile.context_window - profile.max_output_tokens - 1_200) * 3)
         static = prompts.static_prompt(ctx.shared_rules, ctx.sections, "")
         change = prompts.inline_change(ctx.shared_context, ctx.patches, budget_chars=budget - len(static))
-        agent = Agent(output_type=NativeOutput(output_type), system_prompt=static, retries=1)
-        user = change + prompts.inline_task(task_prompt) + extra_user_text
+        noted = output_type is ReviewerOutput
+        inline_type: type[BaseModel] = NotedReviewerOutput if noted else output_type
+        inline_agent: Agent[None, BaseModel] = Agent(
+            output_type=NativeOutput(inline_type), system_prompt=static, retries=1
+        )
+        user = change + prompts.inline_task(task_prompt, noted=noted) + extra_user_text
+        inline = await inline_agent.run(
+            user,
+            model=model.model,
+            usage_limits=usage_limits,
+            model_settings=settings,  # type: ignore[arg-type]
+            usage=run_usage,
+        )
+        out = inline.output
+        return out.to_output() if isinstance(out, NotedReviewerOutput) else out  # type: ignore[return-value]
     result = await agent.run(
         user,
         model=model.model,

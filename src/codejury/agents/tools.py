@@ -112,9 +112,7 @@ class RepoTools:
         if not resolved.is_relative_to(self.root) or ".git" in resolved.relative_to(self.root).parts:
             return f"error: path leaves the repository: {raw}"
         if not resolved.exists():
-            hint = (
-                "it is a changed file: use read_patch" if _norm(raw) in self.patches else self._changed_hint()
-            )
+            hint = "it is a changed file: use read_patch" if _norm(raw) in self.patches else self._changed_hint()
             return f"error: no such file: {_norm(raw)}; {hint}"
         return resolved
 
@@ -180,11 +178,7 @@ class RepoTools:
         """Entries of a directory as repository-relative paths (directories end with '/')."""
         if self.root is None:
             prefix = _norm(directory)
-            names = [
-                p
-                for p in sorted(self.patches)
-                if prefix in ("", ".") or p.startswith(prefix.rstrip("/") + "/")
-            ]
+            names = [p for p in sorted(self.patches) if prefix in ("", ".") or p.startswith(prefix.rstrip("/") + "/")]
             body = "\n".join(names) if names else "(none)"
             return "(no repository checkout: only the changed files are known)\n" + body
         target = self._resolve(directory, allow_root=True)
@@ -248,14 +242,10 @@ class RepoTools:
                 if regex.search(line):
                     matches.append(f"{path}: {_clip(line)[:300]}")
                     if len(matches) >= self.max_grep_matches:
-                        stopped = (
-                            f"stopped at {self.max_grep_matches} matches; narrow the pattern or path_glob"
-                        )
+                        stopped = f"stopped at {self.max_grep_matches} matches; narrow the pattern or path_glob"
                         return self._grep_report(regex.pattern, matches, stopped)
         if matches:
-            matches.insert(
-                0, "(no repository checkout: matches in the patches, with their patch line numbers)"
-            )
+            matches.insert(0, "(no repository checkout: matches in the patches, with their patch line numbers)")
         return self._grep_report(regex.pattern, matches, "")
 
     def _walk(self, path_glob: str | None) -> Iterator[tuple[Path, bool]]:

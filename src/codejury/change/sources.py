@@ -258,9 +258,7 @@ def _default_branch(git: _Git) -> str:
     raise SourceError("cannot find the default branch (no origin/HEAD, main or master); pass --base")
 
 
-def _meta(
-    git: _Git, merge_base: str, head: str, base_ref: str, head_ref: str, *, working_tree: bool
-) -> ChangeMeta:
+def _meta(git: _Git, merge_base: str, head: str, base_ref: str, head_ref: str, *, working_tree: bool) -> ChangeMeta:
     fields = git.run("log", "-1", "--no-color", "--format=%s%x00%b%x00%an", head).decode("utf-8", "replace")
     subject, body, author = ([*fields.split("\0"), "", ""])[:3]
     log = git.run("log", "--no-color", "-z", f"-n{MAX_COMMITS}", "--format=%s", f"{merge_base}..{head}")
@@ -326,17 +324,13 @@ class DiffFileSource(ChangeSource):
         if self.path == "-":
             data = sys.stdin.buffer.read(MAX_DIFF_BYTES + 1)
             if len(data) > MAX_DIFF_BYTES:
-                raise InputError(
-                    f"diff on stdin is larger than {_mb(MAX_DIFF_BYTES)} (over {len(data)} bytes)"
-                )
+                raise InputError(f"diff on stdin is larger than {_mb(MAX_DIFF_BYTES)} (over {len(data)} bytes)")
             return data
         path = Path(self.path)
         try:
             size = path.stat().st_size
             if size > MAX_DIFF_BYTES:
-                raise InputError(
-                    f"diff file {self.path} is {size} bytes, over the {_mb(MAX_DIFF_BYTES)} limit"
-                )
+                raise InputError(f"diff file {self.path} is {size} bytes, over the {_mb(MAX_DIFF_BYTES)} limit")
             return path.read_bytes()
         except FileNotFoundError as exc:
             raise SourceError(f"diff file not found: {self.path}") from exc

@@ -30,7 +30,9 @@ def anchor(reviewer: str, draft: FindingDraft, files: Mapping[str, FileChange]) 
         return PATH_NOT_IN_CHANGE
     start = draft.start_line
     end = max(draft.end_line or start, start)
-    lines = fc.added_lines or fc.new_side_lines
+    # Lines shown in the diff: added lines and the context around them (a docstring the change
+    # makes wrong sits on a context line); both can carry an inline comment on GitLab and GitHub.
+    lines = fc.new_side_lines
     if not any(start <= n <= end for n in lines):
         return OUTSIDE_CHANGED_LINES
     if end - start > 200:

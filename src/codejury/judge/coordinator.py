@@ -45,8 +45,14 @@ def findings_for_judge(findings: Sequence[Finding]) -> str:
     """The findings as JSON inside their fence (their text came from models reading the change)."""
     rows = [
         {
-            "id": f.id, "reviewer": f.reviewer, "category": f.category, "severity": f.severity,
-            "path": f.path, "lines": f"{f.start_line}-{f.end_line}", "title": f.title, "body": f.body,
+            "id": f.id,
+            "reviewer": f.reviewer,
+            "category": f.category,
+            "severity": f.severity,
+            "path": f.path,
+            "lines": f"{f.start_line}-{f.end_line}",
+            "title": f.title,
+            "body": f.body,
             "confidence": f.confidence,
         }
         for f in findings

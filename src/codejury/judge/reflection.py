@@ -55,10 +55,16 @@ async def reflect(
 
     async def one(name: str, prompt: str, model: ResolvedModel) -> tuple[str, AgentOutcome]:
         outcome = await run_agent(
-            ctx, name=f"{name}:reflection", task_prompt=prompt + "\n\n" + REFLECTION_TASK, model=model,
-            output_type=Amendments, extra_user_text=shown, allowed_tools=frozenset({"read_file", "read_patch",
-                                                                                     "grep"}),
-            limits=limits, prices=prices, events=events,
+            ctx,
+            name=f"{name}:reflection",
+            task_prompt=prompt + "\n\n" + REFLECTION_TASK,
+            model=model,
+            output_type=Amendments,
+            extra_user_text=shown,
+            allowed_tools=frozenset({"read_file", "read_patch", "grep"}),
+            limits=limits,
+            prices=prices,
+            events=events,
         )
         return name, outcome
 

@@ -177,7 +177,8 @@ class LocalLlamaModel(Model):
         if stop := settings.get("stop_sequences"):
             kwargs["stop"] = list(stop)
         if params.output_object is not None and params.output_mode in ("native", "prompted"):
-            kwargs["response_format"] = {"type": "json_object", "schema": params.output_object.json_schema}
+            schema = grammar_safe_schema(params.output_object.json_schema)
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
         return kwargs
 
     def _complete(self, chat: list[ChatMessage], kwargs: dict[str, Any]) -> _Completion:
@@ -199,6 +200,21 @@ class LocalLlamaModel(Model):
             cached_tokens=_common_prefix(before, after[:prompt_tokens]),
             seconds=seconds,
         )
+
+
+# llama.cpp unrolls bounded repetitions into nested grammar rules: a maxLength of a few
+# hundred inside a repeated object exceeds its limits (a parse error, then a crash). The
+# output is validated against the full schema afterwards, so the grammar can drop them.
+_UNROLLED_KEYS = frozenset({"maxLength", "minLength", "pattern"})
+
+
+def grammar_safe_schema(schema: Any) -> Any:
+    """``schema`` without the string-length and pattern constraints llama.cpp's grammar cannot afford."""
+    if isinstance(schema, dict):
+        return {k: grammar_safe_schema(v) for k, v in schema.items() if k not in _UNROLLED_KEYS}
+    if isinstance(schema, list):
+        return [grammar_safe_schema(v) for v in schema]
+    return schema
 
 
 def _request_turns(message: ModelRequest) -> list[ChatMessage]:

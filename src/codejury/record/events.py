@@ -166,11 +166,7 @@ class EventLog:
             if self._path is None and self._stream is None:
                 return
             self._buffer.append(line)
-            if (
-                self._closed
-                or len(self._buffer) >= BATCH_LINES
-                or time.monotonic() - self._last_flush >= BATCH_SECONDS
-            ):
+            if self._closed or len(self._buffer) >= BATCH_LINES or time.monotonic() - self._last_flush >= BATCH_SECONDS:
                 self._write_out()
 
     def flush(self) -> None:

@@ -127,8 +127,7 @@ def render_review_markdown(review: Review) -> str:
     if failed:
         lines += ["### Reviewers that failed", ""]
         lines += [
-            f"- **{_cell(r.name)}** ({code_span(r.model)}): {one_line(r.error or 'no reason given')}"
-            for r in failed
+            f"- **{_cell(r.name)}** ({code_span(r.model)}): {one_line(r.error or 'no reason given')}" for r in failed
         ]
         lines.append("")
     if review.dropped_findings:
@@ -157,13 +156,10 @@ def render_plan_markdown(plan: Plan) -> str:
     ]
     for r in plan.reviewers:
         files = ", ".join(code_span(p).replace("|", "\\|") for p in r.files)
-        lines.append(
-            f"| {_cell(r.name)} | {_cell(r.model)} | {len(r.files)}{': ' + files if files else ''} |"
-        )
+        lines.append(f"| {_cell(r.name)} | {_cell(r.model)} | {len(r.files)}{': ' + files if files else ''} |")
     lines += ["", f"**Coordinator:** {code_span(plan.coordinator_model)}", ""]
     lines += _skipped(plan.skipped_files)
     lines.append(
-        f"**Estimate:** {plan.estimated_input_tokens:,} input tokens, "
-        f"about {format_cost(plan.estimated_cost_usd)}."
+        f"**Estimate:** {plan.estimated_input_tokens:,} input tokens, about {format_cost(plan.estimated_cost_usd)}."
     )
     return "\n".join(lines) + "\n"

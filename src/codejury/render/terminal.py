@@ -51,9 +51,7 @@ def _finding(f: Finding) -> RenderableType:
         parts.append(Text(body, style="default"))
     if f.suggestion is not None and f.suggestion.strip():
         parts.append(Text("Suggested change:", style="dim"))
-        parts.append(
-            Panel(Text(clean_text(f.suggestion).rstrip("\n")), box=box.SIMPLE, padding=(0, 1), expand=False)
-        )
+        parts.append(Panel(Text(clean_text(f.suggestion).rstrip("\n")), box=box.SIMPLE, padding=(0, 1), expand=False))
     return Group(*parts, Text(""))
 
 
@@ -82,9 +80,7 @@ def render_review_terminal(review: Review, console: Console) -> None:
         Text(clean_text(review.summary).strip()),
     ]
     if review.break_glass:
-        header.append(
-            Text("Break glass: a human override forced approval; the findings still stand.", "magenta")
-        )
+        header.append(Text("Break glass: a human override forced approval; the findings still stand.", "magenta"))
     if not review.judged:
         header.append(
             Text(
@@ -115,9 +111,7 @@ def render_review_terminal(review: Review, console: Console) -> None:
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         console.print(Text(f"Dropped findings: {parts}", style="dim"))
     for s in review.skipped_files:
-        console.print(
-            Text.assemble(("Skipped ", "dim"), one_line(s.path), ("  " + one_line(s.reason), "dim"))
-        )
+        console.print(Text.assemble(("Skipped ", "dim"), one_line(s.path), ("  " + one_line(s.reason), "dim")))
     reports = [*review.reviewers, *([review.coordinator] if review.coordinator is not None else [])]
     if reports:
         console.print(_usage_table(reports))
@@ -133,9 +127,7 @@ def render_review_terminal(review: Review, console: Console) -> None:
 
 def render_plan_terminal(plan: Plan, console: Console) -> None:
     """Print the dry-run plan: reviewers with models and files, coordinator, skipped files, estimate."""
-    table = Table(
-        title=f"codejury plan (dry run) · tier {plan.tier}", title_justify="left", box=box.SIMPLE_HEAD
-    )
+    table = Table(title=f"codejury plan (dry run) · tier {plan.tier}", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("Reviewer")
     table.add_column("Model")
     table.add_column("Files", overflow="fold")
@@ -145,12 +137,7 @@ def render_plan_terminal(plan: Plan, console: Console) -> None:
     console.print(table)
     console.print(Text.assemble(("Coordinator: ", "bold"), one_line(plan.coordinator_model)))
     for s in plan.skipped_files:
-        console.print(
-            Text.assemble(("Skipped ", "dim"), one_line(s.path), ("  " + one_line(s.reason), "dim"))
-        )
+        console.print(Text.assemble(("Skipped ", "dim"), one_line(s.path), ("  " + one_line(s.reason), "dim")))
     console.print(
-        Text(
-            f"Estimate: {plan.estimated_input_tokens:,} input tokens, "
-            f"about {format_cost(plan.estimated_cost_usd)}"
-        )
+        Text(f"Estimate: {plan.estimated_input_tokens:,} input tokens, about {format_cost(plan.estimated_cost_usd)}")
     )

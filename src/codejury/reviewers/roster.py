@@ -82,9 +82,7 @@ def _title_from(name: str) -> str:
     return name.replace("_", " ").replace("-", " ").strip().capitalize()
 
 
-def parse_reviewer_file(
-    name: str, text: str, source: ReviewerSource, *, origin: str | None = None
-) -> ReviewerSpec:
+def parse_reviewer_file(name: str, text: str, source: ReviewerSource, *, origin: str | None = None) -> ReviewerSpec:
     """Parse a reviewer prompt file (optional ``+++`` TOML front matter, then the prompt body)."""
     where = origin or f"{name}.md"
     if not _NAME_RE.match(name):
@@ -107,13 +105,9 @@ def parse_reviewer_file(
         raise ConfigError(f"{where}: 'tools' must be a list of tool names")
     bad_tools = sorted(set(tools) - ALL_TOOLS)
     if bad_tools:
-        raise ConfigError(
-            f"{where}: unknown tools {', '.join(bad_tools)}; known: {', '.join(sorted(ALL_TOOLS))}"
-        )
+        raise ConfigError(f"{where}: unknown tools {', '.join(bad_tools)}; known: {', '.join(sorted(ALL_TOOLS))}")
     timeout = table.get("timeout_s")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-    ):
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
         raise ConfigError(f"{where}: 'timeout_s' must be a positive number")
     if not body:
         raise ConfigError(f"{where}: the reviewer prompt is empty")
@@ -186,9 +180,7 @@ def load_repo_instructions(base: BaseReader, *, max_chars: int = DEFAULT_TEXT_CA
 
 def load_custom_rules(base: BaseReader, *, max_chars: int = DEFAULT_TEXT_CAP) -> str | None:
     """The team's rules in ``.codejury/rules/*.md`` on the base side, with headers, capped."""
-    parts = [
-        (path, text) for path in _md_files(base, REPO_RULES_DIR) if (text := base.read_text(path)) is not None
-    ]
+    parts = [(path, text) for path in _md_files(base, REPO_RULES_DIR) if (text := base.read_text(path)) is not None]
     return _join_capped(parts, max_chars)
 
 
@@ -247,9 +239,7 @@ def _looks_performance_relevant(runs: Sequence[Sequence[str]]) -> bool:
 def touches_agent_instructions(files: Sequence[FileChange]) -> bool:
     """Whether the change adds, edits or removes an AGENTS.md or CLAUDE.md anywhere in the tree."""
     names = {n.lower() for n in INSTRUCTION_FILES}
-    return any(
-        PurePosixPath(p).name.lower() in names for f in files for p in (f.path, f.old_path) if p is not None
-    )
+    return any(PurePosixPath(p).name.lower() in names for f in files for p in (f.path, f.old_path) if p is not None)
 
 
 def lite_extra_reviewer(files: Sequence[FileChange], *, release_changed: bool) -> str:
