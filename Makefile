@@ -35,5 +35,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
 
+## Engine scale and token economy (scripted model), then the embedded model's timings and recall.
 bench: $(STAMP)
+	$(PY) benchmarks/engine.py
 	$(PY) benchmarks/run.py

@@ -171,3 +171,38 @@ def test_help_lists_the_review_flags() -> None:
     assert code == 0
     for flag in ("--working-tree", "--diff", "--dry-run", "--fail-on", "--break-glass", "--events", "--model-for"):
         assert flag in out
+
+
+def test_binary_only_change_is_reviewed_as_nothing_to_review(repo: Path) -> None:
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    git(repo, "add", "logo.png")
+    git(repo, "commit", "-qm", "logo")
+    code, out, err = invoke("review", "--base", "HEAD~1", "--format", "json", cwd=repo)
+    assert code == 0, err
+    review = json.loads(out)
+    assert review["verdict"] == "approved" and review["findings"] == [] and review["reviewers"] == []
+    assert review["skipped_files"] == [{"path": "logo.png", "reason": "binary file"}]
+    assert "No reviewable files" in review["summary"]
+
+
+def test_a_5_mb_single_file_change_is_planned_quickly(tmp_path: Path) -> None:
+    big = "".join(f"value_{i} = compute({i}, 'padding text to make the line longer')\n" for i in range(80_000))
+    assert len(big) > 5_000_000
+    diff = unified_diff("app/generated_values.py", "", big)
+    code, out, err = invoke("review", "--diff", "-", "--dry-run", "--format", "json", input=diff)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["tier"] == "full"
+    assert plan["estimated_input_tokens"] > 1_000_000  # the plan shows what it would cost
+
+
+def test_non_utf8_bytes_in_a_diff_do_not_break_the_review(tmp_path: Path) -> None:
+    diff = (
+        b"diff --git a/legacy.py b/legacy.py\nindex 1111111..2222222 100644\n--- a/legacy.py\n+++ b/legacy.py\n"
+        b"@@ -1 +1,2 @@\n # caf\xe9\n+name = 'na\xefve \xff'\n"
+    )
+    path = tmp_path / "latin1.diff"
+    path.write_bytes(diff)
+    code, out, err = invoke("review", "--diff", str(path), "--dry-run", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["reviewers"][0]["files"] == ["legacy.py"]

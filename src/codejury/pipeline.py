@@ -147,10 +147,6 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     patches = [(f.path, numbered_patch(f)) for f in kept]
     if opts.dry_run:
         return _plan(config, tier, names, models, kept, skipped, rules, context_text, patches, prices)
-    resolver = opts.resolver or default_resolver(opts.env)
-    resolved: dict[str, ResolvedModel] = {}
-    for spec in sorted({m for m in models.values() if m}):
-        resolved[spec] = resolver(spec, config)
     if not kept:
         review_ = Review(
             verdict="approved",
@@ -162,6 +158,10 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
         )
         events.emit("review_finished", verdict=review_.verdict, tier=tier, findings=0)
         return review_
+    resolver = opts.resolver or default_resolver(opts.env)
+    resolved: dict[str, ResolvedModel] = {}
+    for spec in sorted({m for m in models.values() if m}):
+        resolved[spec] = resolver(spec, config)
     with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
         dest = opts.workspace_dir or Path(tmp)
         workspace = build_workspace(change, dest, shared_context=context_text)

@@ -1,0 +1,238 @@
+"""Engine benchmarks with the scripted zero-latency model (no real model; part of ``make bench``).
+
+1. Scale: a synthetic change of N files / M changed lines, from diff text to rendered
+   markdown and JSON, each size in a fresh process: wall time and peak RSS.
+   Target at 500 files / 50,000 lines: at most 3 s and 300 MB.
+2. Token economy on a full-tier change (seven reviewers): input tokens of every reviewer's
+   first request as laid out (tools read the change on demand), against the same reviewers
+   with the whole change context pasted into every prompt. Target: at most one third.
+
+Usage: python benchmarks/engine.py [scale N_FILES LINES | tokens]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SIZES = [(50, 5_000), (100, 10_000), (250, 25_000), (500, 50_000)]
+
+
+def synthetic_diff(n_files: int, lines: int) -> str:
+    """``n_files`` new Python files with ``lines`` added lines in all."""
+    per_file = lines // n_files
+    out = []
+    for i in range(n_files):
+        path = f"src/pkg{i % 20}/module_{i}.py"
+        body = [f"+def function_{i}_{j}(value: int) -> int:  # line {j}" for j in range(per_file)]
+        out.append(
+            f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n"
+            f"+++ b/{path}\n@@ -0,0 +1,{per_file} @@\n" + "\n".join(body) + "\n"
+        )
+    return "".join(out)
+
+
+async def scale_once(n_files: int, lines: int) -> dict[str, Any]:
+    from tests.fakes.scripted import Final, ScriptedResolver, finding
+
+    from codejury.change.diffparse import parse_diff
+    from codejury.change.types import ChangeSet
+    from codejury.config import Settings
+    from codejury.findings import Review
+    from codejury.pipeline import ReviewOptions, review
+    from codejury.record.events import EventLog
+    from codejury.render.jsonout import review_to_json
+    from codejury.render.markdown import render_review_markdown
+
+    text = synthetic_diff(n_files, lines)
+    first = "src/pkg0/module_0.py"
+    scripts = {"standard": [Final([finding(first, 1, "Example finding")])], "top": [Final([])]}
+    started = time.perf_counter()
+    change = ChangeSet(files=parse_diff(text))
+    with EventLog(None, run_id="bench") as events:
+        opts = ReviewOptions(
+            settings=Settings(
+                models={"top": "scripted:top", "standard": "scripted:standard", "light": "scripted:light"}
+            ),
+            env={},
+            events=events,
+            warn=lambda _msg: None,
+            resolver=ScriptedResolver(scripts),
+        )
+        result = await review(change, opts)
+    assert isinstance(result, Review)
+    rendered = render_review_markdown(result) + review_to_json(result)
+    wall = time.perf_counter() - started
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "files": n_files,
+        "changed_lines": sum(f.changed_lines for f in change.files),
+        "diff_mib": round(len(text) / 2**20, 1),
+        "wall_s": round(wall, 2),
+        "peak_rss_mib": round(peak_mib),
+        "rendered_chars": len(rendered),
+        "tier": result.tier,
+    }
+
+
+def run_scale() -> list[dict[str, Any]]:
+    results = []
+    print("scale (scripted zero-latency model; each size in a fresh process; diff text -> rendered review):")
+    print(f"  {'files':>6} {'lines':>7} {'diff MiB':>8} {'wall s':>7} {'peak RSS MiB':>12}")
+    for n_files, lines in SIZES:
+        proc = subprocess.run(
+            [sys.executable, __file__, "scale", str(n_files), str(lines)], capture_output=True, text=True, check=True
+        )
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        results.append(r)
+        print(f"  {r['files']:>6} {r['changed_lines']:>7} {r['diff_mib']:>8} {r['wall_s']:>7} {r['peak_rss_mib']:>12}")
+    last = results[-1]
+    ok = last["wall_s"] <= 3 and last["peak_rss_mib"] <= 300
+    print(f"  target at 500 files / 50,000 lines: <= 3 s and <= 300 MiB: {'met' if ok else 'NOT met'}")
+    per_k = [r["wall_s"] / (r["changed_lines"] / 1000) for r in results]
+    print("  seconds per 1,000 changed lines: " + ", ".join(f"{x:.3f}" for x in per_k))
+    return results
+
+
+def full_tier_change(tmp: Path, *, extra: bool = False) -> Any:
+    """The demo change plus inventory, auth and changelog files; team rules and AGENTS.md on the base side."""
+    from codejury.change.sources import GitSource
+
+    repo = tmp / "repo"
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples/demo/build_repo.py"), str(repo)], check=True, capture_output=True
+    )
+    env = {
+        "GIT_AUTHOR_NAME": "B",
+        "GIT_AUTHOR_EMAIL": "b@example.com",
+        "GIT_COMMITTER_NAME": "B",
+        "GIT_COMMITTER_EMAIL": "b@example.com",
+        "HOME": str(tmp),
+        "PATH": "/usr/bin:/bin",
+    }
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+    git("checkout", "-q", "main")
+    (repo / ".codejury/rules").mkdir(parents=True)
+    (repo / ".codejury/rules/db.md").write_text("If you need a customer, use shop.db.get_customer.\n")
+    git("add", "-A")
+    git("commit", "-qm", "team rules")
+    git("checkout", "-q", "feature/reports-search-payments")
+    git("rebase", "-q", "main")
+    (repo / "CHANGELOG.md").write_text("# Changelog\n\n## 0.2.0\n- Order report, product search, card payments.\n")
+    # more than 100 changed lines and a security-sensitive path: the full tier
+    shutil.copy(ROOT / "benchmarks/lite_change/change/shop/inventory.py", repo / "shop/inventory.py")
+    (repo / "shop/auth").mkdir()
+    (repo / "shop/auth/__init__.py").write_text("")
+    (repo / "shop/auth/tokens.py").write_text(
+        '"""Session tokens."""\n\nimport hashlib\nimport time\n\n\n'
+        "def make_token(user_id: int) -> str:\n"
+        '    """A session token for ``user_id``."""\n'
+        '    return hashlib.md5(f"{user_id}:{time.time()}".encode()).hexdigest()\n'
+    )
+    if extra:  # a larger change: two real modules of ours added as new files (~500 lines)
+        shutil.copy(ROOT / "src/codejury/pipeline.py", repo / "shop/pipeline.py")
+        shutil.copy(ROOT / "src/codejury/judge/dedup.py", repo / "shop/dedup.py")
+    git("add", "-A")
+    git("commit", "-qm", "changelog")
+    source = GitSource(repo, base="main")
+    return source, source.load()
+
+
+async def run_tokens(*, extra: bool) -> dict[str, Any]:
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from codejury.agents import prompts
+    from codejury.config import Settings
+    from codejury.models.pricing import estimate_tokens
+    from codejury.models.profiles import CapabilityProfile, ResolvedModel
+    from codejury.pipeline import ReviewOptions, configure, review
+    from codejury.record.events import EventLog
+    from codejury.reviewers.roster import shared_rules
+    from codejury.workspace import numbered_patch
+
+    first_requests: dict[str, int] = {}
+
+    def resolver(spec: str, config: object) -> ResolvedModel:
+        name = spec.split(":", 1)[1]
+
+        async def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            if name not in first_requests:
+                text = (info.instructions or "") + "".join(
+                    str(getattr(p, "content", "")) for m in messages for p in m.parts
+                )
+                tools = json.dumps([t.parameters_json_schema for t in info.function_tools]) + "".join(
+                    (t.name + (t.description or "")) for t in info.function_tools
+                )
+                first_requests[name] = estimate_tokens(text + tools)
+            args = {"decisions": []} if name == "coordinator" else {"findings": []}
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, args)])
+
+        return ResolvedModel(spec=spec, model=FunctionModel(fn, model_name=spec), profile=CapabilityProfile())
+
+    names = ["security", "performance", "code_quality", "documentation", "release", "agents_md", "compliance"]
+    settings = Settings(
+        models={"top": "s:top", "standard": "s:standard", "light": "s:light"},
+        reviewer_models={n: f"s:{n}" for n in names},
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        source, change = full_tier_change(Path(tmp), extra=extra)
+        with source, EventLog(None, run_id="bench") as events:
+            opts = ReviewOptions(settings=settings, env={}, events=events, warn=lambda _m: None, resolver=resolver)
+            result = await review(change, opts)
+            config = await configure(change, opts)
+        ran = [r.name for r in result.reviewers]  # type: ignore[union-attr]
+        context = prompts.shared_context(
+            change, change.files, repo_instructions=config.repo_instructions, custom_rules=config.custom_rules
+        )
+        everything = context + "".join(numbered_patch(f) for f in change.files)
+        pasted = {
+            n: estimate_tokens(
+                prompts.static_prompt(shared_rules(), config.prompt_sections, config.reviewers[n].prompt)
+            )
+            + estimate_tokens(everything)
+            for n in ran
+        }
+    laid_out = sum(first_requests[n] for n in ran)
+    pasted_total = sum(pasted.values())
+    lines = sum(f.changed_lines for f in change.files)
+    print(f"\ntoken economy on a full-tier change of {len(change.files)} files, {lines} changed lines")
+    print(f"({len(ran)} reviewers: {', '.join(ran)}):")
+    print(f"  {'reviewer':<14} {'first request':>13} {'context pasted':>14}")
+    for n in ran:
+        print(f"  {n:<14} {first_requests[n]:>13} {pasted[n]:>14}")
+    ratio = laid_out / pasted_total
+    print(f"  {'total':<14} {laid_out:>13} {pasted_total:>14}   ratio {ratio:.2f} (target <= 0.33)")
+    print("  (tokens estimated at 3.5 characters each, tool definitions included in the first request)")
+    return {"reviewers": ran, "first_requests": first_requests, "pasted": pasted, "ratio": round(ratio, 3)}
+
+
+def main() -> None:
+    if len(sys.argv) >= 2 and sys.argv[1] == "scale" and len(sys.argv) == 4:
+        print(json.dumps(asyncio.run(scale_once(int(sys.argv[2]), int(sys.argv[3])))))
+        return
+    if len(sys.argv) >= 2 and sys.argv[1] == "tokens":
+        asyncio.run(run_tokens(extra=False))
+        asyncio.run(run_tokens(extra=True))
+        return
+    run_scale()
+    asyncio.run(run_tokens(extra=False))
+    asyncio.run(run_tokens(extra=True))
+
+
+if __name__ == "__main__":
+    main()
