@@ -154,7 +154,7 @@ def review_command(
     sys.exit(code)
 
 
-async def _review(
+async def _review_change(
     env: dict[str, str],
     working_tree: bool,
     base_ref: str | None,
@@ -228,6 +228,16 @@ async def _review(
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0
+
+
+async def _review(*args: Any) -> int:
+    """Run one review and close the provider clients it opened, however it ends."""
+    from codejury.models.registry import close_cached_models
+
+    try:
+        return await _review_change(*args)
+    finally:
+        await close_cached_models()
 
 
 def _read_config(path: Path) -> str:
