@@ -9,9 +9,10 @@ import asyncio
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from codejury.agents import prompts
 from codejury.agents.runner import AgentOutcome, ChangeContext, Limits, run_agent
@@ -21,7 +22,18 @@ from codejury.change.noise import filter_noise
 from codejury.change.types import ChangeSet, FileChange
 from codejury.config import Settings
 from codejury.errors import InputError, ModelSetupError, ReviewFailed
-from codejury.findings import Finding, Plan, PlannedReviewer, Review, ReviewerOutput, ReviewerReport, Tier, Usage
+from codejury.findings import (
+    Finding,
+    Plan,
+    PlannedReviewer,
+    Review,
+    ReviewerOutput,
+    ReviewerReport,
+    ReviewerStatus,
+    SkippedFile,
+    Tier,
+    Usage,
+)
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
 from codejury.judge.verdict import decide_verdict, summarise
@@ -191,10 +203,10 @@ async def _run_review(
     models: Mapping[str, str | None],
     resolved: Mapping[str, ResolvedModel],
     kept: list[FileChange],
-    skipped: list,
+    skipped: list[SkippedFile],
     prices: PriceTable,
     break_glass: bool,
-    started: float,  # type: ignore[type-arg]
+    started: float,
 ) -> Review:
     settings, events = config.settings, opts.events
     semaphores = {spec: asyncio.Semaphore(max(1, m.profile.parallel_requests)) for spec, m in resolved.items()}
@@ -228,7 +240,7 @@ async def _run_review(
     reports: list[ReviewerReport] = []
     for name in names:
         outcome = outcomes[name]
-        status = "ok" if outcome.ok else "failed"
+        status: ReviewerStatus = "ok" if outcome.ok else "failed"
         reports.append(ReviewerReport.from_usage(name, models[name] or "-", status, outcome.usage, outcome.error))
         if outcome.ok and isinstance(outcome.output, ReviewerOutput):
             for draft in outcome.output.findings:
@@ -328,9 +340,11 @@ async def _run_review(
     return result
 
 
-async def _fan_out(names: Sequence[str], run_one: Callable[[str], object], overall_s: float) -> dict[str, AgentOutcome]:
+async def _fan_out(
+    names: Sequence[str], run_one: Callable[[str], Coroutine[Any, Any, AgentOutcome]], overall_s: float
+) -> dict[str, AgentOutcome]:
     """Run every reviewer concurrently; past the overall timeout the unfinished ones fail."""
-    tasks = {name: asyncio.create_task(run_one(name)) for name in names}  # type: ignore[arg-type]
+    tasks = {name: asyncio.create_task(run_one(name)) for name in names}
     done, pending = await asyncio.wait(tasks.values(), timeout=overall_s)
     for task in pending:
         task.cancel()
@@ -380,11 +394,11 @@ def _plan(
     names: list[str],
     models: Mapping[str, str | None],
     kept: list[FileChange],
-    skipped: list,
+    skipped: list[SkippedFile],
     rules: str,
     context_text: str,
     patches: list[tuple[str, str]],
-    prices: PriceTable,  # type: ignore[type-arg]
+    prices: PriceTable,
 ) -> Plan:
     patch_tokens = {path: estimate_tokens(text) for path, text in patches}
     planned: list[PlannedReviewer] = []

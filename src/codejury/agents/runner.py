@@ -21,6 +21,7 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from codejury.agents import prompts
@@ -141,7 +142,7 @@ async def _run(
         tool_calls_limit=limits.max_tool_calls,
         input_tokens_limit=limits.max_input_tokens,
     )
-    settings: dict[str, Any] = {"max_tokens": profile.max_output_tokens}
+    settings = ModelSettings(max_tokens=profile.max_output_tokens)
     if profile.supports_tools:
         tools: list[Tool[Any]] = as_agent_tools(ctx.tools, allowed_tools)
 
@@ -173,7 +174,7 @@ async def _run(
             user,
             model=model.model,
             usage_limits=usage_limits,
-            model_settings=settings,  # type: ignore[arg-type]
+            model_settings=settings,
             usage=run_usage,
         )
         out = inline.output
@@ -182,7 +183,7 @@ async def _run(
         user,
         model=model.model,
         usage_limits=usage_limits,
-        model_settings=settings,  # type: ignore[arg-type]
+        model_settings=settings,
         usage=run_usage,
     )
     return result.output
