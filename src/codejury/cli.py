@@ -12,6 +12,7 @@ import os
 import sys
 import uuid
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,29 @@ SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_KEY")
 def secret_values(env: dict[str, str]) -> list[str]:
     """Values of environment variables that hold credentials, to scrub from every output."""
     return [v for k, v in env.items() if k.upper().endswith(SECRET_SUFFIXES) and len(v) >= 8]
+
+
+@dataclass(frozen=True)
+class ReviewFlags:
+    """The flags of ``codejury review``, as click parsed them."""
+
+    working_tree: bool
+    base_ref: str | None
+    head_ref: str | None
+    diff_file: str | None
+    repo_dir: Path | None
+    fmt: str | None
+    output: Path | None
+    events_file: Path | None
+    fail_on: str | None
+    break_glass: bool
+    dry_run: bool
+    model: str | None
+    model_for: tuple[str, ...]
+    reflection: bool | None
+    exclude: tuple[str, ...]
+    config_file: Path | None
+    plugins: tuple[str, ...]
 
 
 def _err(msg: str) -> None:
@@ -98,50 +122,11 @@ def cli() -> None:
     help="Extra config file (TOML, same keys as [tool.codejury]).",
 )
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
-def review_command(
-    working_tree: bool,
-    base_ref: str | None,
-    head_ref: str | None,
-    diff_file: str | None,
-    repo_dir: Path | None,
-    fmt: str | None,
-    output: Path | None,
-    events_file: Path | None,
-    fail_on: str | None,
-    break_glass: bool,
-    dry_run: bool,
-    model: str | None,
-    model_for: tuple[str, ...],
-    reflection: bool | None,
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    plugins: tuple[str, ...],
-) -> None:
+def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, or a diff file."""
     env = dict(os.environ)
     try:
-        code = asyncio.run(
-            _review(
-                env,
-                working_tree,
-                base_ref,
-                head_ref,
-                diff_file,
-                repo_dir,
-                fmt,
-                output,
-                events_file,
-                fail_on,
-                break_glass,
-                dry_run,
-                model,
-                model_for,
-                reflection,
-                exclude,
-                config_file,
-                plugins,
-            )
-        )
+        code = asyncio.run(_review(env, ReviewFlags(**flags)))
     except ReviewFailed as exc:
         _err(f"review failed: {exc}")
         sys.exit(3)
@@ -154,39 +139,20 @@ def review_command(
     sys.exit(code)
 
 
-async def _review_change(
-    env: dict[str, str],
-    working_tree: bool,
-    base_ref: str | None,
-    head_ref: str | None,
-    diff_file: str | None,
-    repo_dir: Path | None,
-    fmt: str | None,
-    output: Path | None,
-    events_file: Path | None,
-    fail_on: str | None,
-    break_glass: bool,
-    dry_run: bool,
-    model: str | None,
-    model_for: tuple[str, ...],
-    reflection: bool | None,
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    plugins: tuple[str, ...],
-) -> int:
+async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
     from codejury.errors import InputError
 
-    if diff_file and (working_tree or base_ref or head_ref):
+    if f.diff_file and (f.working_tree or f.base_ref or f.head_ref):
         raise InputError("--diff cannot be combined with --working-tree, --base or --head")
-    pm = make_plugin_manager(plugins)
+    pm = make_plugin_manager(f.plugins)
     sources = collect_registry(pm, "codejury_register_sources")
     renderers = collect_registry(pm, "codejury_register_renderers")
     with ExitStack() as stack:
-        if diff_file:
-            source = sources["diff"](path=diff_file, root=repo_dir)
+        if f.diff_file:
+            source = sources["diff"](path=f.diff_file, root=f.repo_dir)
         else:
             source = sources["git"](
-                repo=repo_dir or Path.cwd(), base=base_ref, head=head_ref, working_tree=working_tree
+                repo=f.repo_dir or Path.cwd(), base=f.base_ref, head=f.head_ref, working_tree=f.working_tree
             )
         if hasattr(source, "__enter__"):
             source = stack.enter_context(source)
@@ -194,48 +160,48 @@ async def _review_change(
         if not change.files:
             raise InputError("the change is empty: there is nothing to review")
         table: dict[str, Any] = {}
-        if fail_on:
-            table["fail_on"] = fail_on
-        if reflection is not None:
-            table["reflection"] = reflection
-        if exclude:
-            table["exclude"] = list(exclude)
-        config_text = (str(config_file), _read_config(config_file)) if config_file else None
+        if f.fail_on:
+            table["fail_on"] = f.fail_on
+        if f.reflection is not None:
+            table["reflection"] = f.reflection
+        if f.exclude:
+            table["exclude"] = list(f.exclude)
+        config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
         settings, notice = load_settings(
             change,
             env,
             cli_table=table,
-            cli_model=model,
-            cli_reviewer_models=parse_assignments(model_for, "--model-for"),
+            cli_model=f.model,
+            cli_reviewer_models=parse_assignments(f.model_for, "--model-for"),
             config_file_text=config_text,
         )
         if notice:
             _err(notice)
-        events = stack.enter_context(EventLog(events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
+        events = stack.enter_context(EventLog(f.events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
         opts = ReviewOptions(
             settings=settings,
             env=env,
             events=events,
             warn=_err,
-            break_glass=break_glass,
-            dry_run=dry_run,
-            plugins=plugins,
+            break_glass=f.break_glass,
+            dry_run=f.dry_run,
+            plugins=f.plugins,
             notices=(notice,) if notice else (),
         )
         result = await review(change, opts)
-    fmt = fmt or ("terminal" if sys.stdout.isatty() and output is None else "markdown")
-    _emit(result, fmt, output, renderers)
+    fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
+    _emit(result, fmt, f.output, renderers)
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0
 
 
-async def _review(*args: Any) -> int:
+async def _review(env: dict[str, str], flags: ReviewFlags) -> int:
     """Run one review and close the provider clients it opened, however it ends."""
     from codejury.models.registry import close_cached_models
 
     try:
-        return await _review_change(*args)
+        return await _review_change(env, flags)
     finally:
         await close_cached_models()
 
