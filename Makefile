@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-install
-DEMO_DIR ?= $(shell mktemp -u /tmp/codejury-demo-XXXXXX)
 
 .PHONY: demo test test-fast lint bench install
 
@@ -20,9 +19,10 @@ install: $(STAMP)
 
 ## Review the bundled example change on the embedded local model and print the review.
 demo: $(STAMP)
-	@$(PY) examples/demo/build_repo.py $(DEMO_DIR) > /dev/null
-	@echo "Reviewing the demo change in $(DEMO_DIR) (branch feature/reports-search-payments vs main)..." >&2
-	cd $(DEMO_DIR) && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
+	@dir=$$(mktemp -d /tmp/codejury-demo-XXXXXX) && \
+	$(PY) examples/demo/build_repo.py $$dir > /dev/null && \
+	echo "Reviewing the demo change in $$dir (branch feature/reports-search-payments vs main)..." >&2 && \
+	cd $$dir && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
 
 ## Run the whole test suite, including the end-to-end tests on the embedded model.
 test: $(STAMP)
