@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from codejury.hookspecs import hookimpl
-from codejury.plugins import ConfigureContext
+from codejury.plugins import ConfigureContext, PostConfigureContext
 
 
 @hookimpl
@@ -34,6 +34,19 @@ def codejury_configure(ctx: ConfigureContext) -> None:
     rules = roster.load_custom_rules(base)
     if rules:
         ctx.add_custom_rules(rules)
+
+
+@hookimpl
+async def codejury_post_configure(ctx: PostConfigureContext) -> None:
+    """Apply the remote routing document, when one is configured (``remote_config``)."""
+    url = ctx.config.settings.remote_config
+    if not url:
+        return
+    from codejury.remote_config import fetch_routing
+
+    routing = await fetch_routing(url, warn=ctx.warn)
+    if routing is not None:
+        routing.apply(ctx)
 
 
 @hookimpl

@@ -57,6 +57,7 @@ class ReviewFlags:
     reflection: bool | None
     exclude: tuple[str, ...]
     config_file: Path | None
+    remote_config: str | None
     plugins: tuple[str, ...]
 
 
@@ -121,6 +122,11 @@ def cli() -> None:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Extra config file (TOML, same keys as [tool.codejury]).",
 )
+@click.option(
+    "--remote-config",
+    metavar="URL",
+    help="Fetch a JSON routing document (reviewer models, disabled providers, failback) at start-up.",
+)
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
 def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, or a diff file."""
@@ -166,6 +172,8 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
             table["reflection"] = f.reflection
         if f.exclude:
             table["exclude"] = list(f.exclude)
+        if f.remote_config:
+            table["remote_config"] = f.remote_config
         config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
         settings, notice = load_settings(
             change,

@@ -69,6 +69,11 @@ class Settings:
     max_input_tokens: int = 400_000
     reviewer_timeout_s: float = 300.0
     overall_timeout_s: float = 1500.0
+    stall_timeout_s: float = 60.0
+    heartbeat_s: float = 30.0
+    min_retry_window_s: float = 120.0
+    breaker_failures: int = 3
+    breaker_cooldown_s: float = 120.0
     remote_config: str | None = None
     plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     model_source: str = "default"
@@ -109,6 +114,11 @@ def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Se
         "max_input_tokens",
         "reviewer_timeout_s",
         "overall_timeout_s",
+        "stall_timeout_s",
+        "heartbeat_s",
+        "min_retry_window_s",
+        "breaker_failures",
+        "breaker_cooldown_s",
         "remote_config",
         "plugins",
     }
@@ -178,8 +188,13 @@ def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Se
         max_tool_calls=_int(table, "max_tool_calls", base.max_tool_calls, where),
         max_requests=_int(table, "max_requests", base.max_requests, where),
         max_input_tokens=_int(table, "max_input_tokens", base.max_input_tokens, where),
-        reviewer_timeout_s=float(table.get("reviewer_timeout_s", base.reviewer_timeout_s)),
-        overall_timeout_s=float(table.get("overall_timeout_s", base.overall_timeout_s)),
+        reviewer_timeout_s=_seconds(table, "reviewer_timeout_s", base.reviewer_timeout_s, where),
+        overall_timeout_s=_seconds(table, "overall_timeout_s", base.overall_timeout_s, where),
+        stall_timeout_s=_seconds(table, "stall_timeout_s", base.stall_timeout_s, where),
+        heartbeat_s=_seconds(table, "heartbeat_s", base.heartbeat_s, where),
+        min_retry_window_s=_seconds(table, "min_retry_window_s", base.min_retry_window_s, where, allow_zero=True),
+        breaker_failures=_int(table, "breaker_failures", base.breaker_failures, where),
+        breaker_cooldown_s=_seconds(table, "breaker_cooldown_s", base.breaker_cooldown_s, where),
         remote_config=table.get("remote_config", base.remote_config),
         plugins={**base.plugins, **_table(table.get("plugins"), f"{where} plugins")},
         model_source="config" if models or reviewer_models else base.model_source,
@@ -190,6 +205,13 @@ def _str(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where} must be a non-empty string")
     return value
+
+
+def _seconds(table: Mapping[str, Any], key: str, default: float, where: str, *, allow_zero: bool = False) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(f"{where}: {key} must be a positive number of seconds")
+    return float(value)
 
 
 def _int(table: Mapping[str, Any], key: str, default: int, where: str) -> int:
