@@ -9,16 +9,27 @@ Tests script replies per model and drive the real SDKs (through pydantic-ai) aga
 
 The server runs in a daemon thread, so sync and async tests can both use it. Every request is
 recorded. ``_dispatch`` picks the reply and the vendor renderers turn it into a ``Wire``
-(status, headers, body chunks); ``_write`` sends it. New fault kinds (hang before the first
-byte, slow drip, dropped connection, malformed JSON) are a new ``Reply`` variant plus a branch
-in ``_render`` or ``_write``.
+(status, headers, body chunks, and how to send them); ``_write`` sends it. New fault kinds are
+a new ``Reply`` variant plus a branch in ``provider_wire._render_fault`` and, when the sending
+changes, a ``Wire`` field honoured by ``_write``.
+
+Faults: ``HangReply`` (nothing before the first byte), ``SlowDripReply``, ``DropReply``
+(connection closed mid-body), ``MalformedReply`` and ``ErrorReply`` (with ``retry_after`` and
+``code``). Scripting: ``script(model, replies)`` in order, ``script_source(model, source)``
+for a callable ``(request index for the model, model) -> Reply`` such as ``RandomFaults``, and
+``script_for_request(n, reply)`` to replace the reply of the n-th request overall.
+
+    with FakeProviderServer() as srv:
+        srv.script_source("*", RandomFaults(7, {"overloaded": 0.1, "hang": 0.05}, healthy))
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -26,25 +37,43 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from tests.fakes.provider_wire import (
+    DropReply,
     ErrorReply,
+    FaultMaker,
+    HangReply,
+    MalformedReply,
+    RandomFaults,
     Reply,
+    ReplySource,
+    SlowDripReply,
     TextReply,
     TokenUsage,
     ToolCallReply,
     Wire,
+    default_faults,
     render_anthropic,
     render_openai,
+    truncated,
 )
 
 __all__ = [
+    "DropReply",
     "ErrorReply",
     "FakeProviderServer",
+    "FaultMaker",
+    "HangReply",
+    "MalformedReply",
+    "RandomFaults",
     "RecordedRequest",
     "Reply",
+    "ReplySource",
+    "SlowDripReply",
     "TextReply",
     "TokenUsage",
     "ToolCallReply",
     "Wire",
+    "default_faults",
+    "truncated",
 ]
 
 Vendor = Literal["openai", "anthropic"]
@@ -69,10 +98,16 @@ class FakeProviderServer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._scripts: dict[str, list[Reply]] = {}
+        self._scripts: dict[str, list[Reply] | ReplySource] = {}
         self._cursor: dict[str, int] = {}
+        self._per_model: dict[str | None, int] = {}
+        self._by_request: dict[int, Reply] = {}
+        self._routed = 0
         self._requests: list[RecordedRequest] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._served: list[tuple[RecordedRequest, Reply | None]] = []
+        # Set by stop(): hangs and drips wait on it, so no handler outlives the server for long.
+        self.stopping = threading.Event()
+        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -89,6 +124,7 @@ class FakeProviderServer:
     def stop(self) -> None:
         """Stop serving and free the port (safe when never started, and when called twice)."""
         # shutdown() waits for serve_forever() to notice: called without a running loop it blocks forever.
+        self.stopping.set()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -129,6 +165,24 @@ class FakeProviderServer:
             self._scripts[model] = list(replies)
             self._cursor[model] = 0
 
+    def script_source(self, model: str, source: ReplySource) -> None:
+        """Replies for ``model`` (``'*'`` for any) from ``source(index, model)``.
+
+        ``index`` counts the earlier requests naming that model (0-based), whichever script
+        served them, so a seeded source such as ``RandomFaults`` sees each model's own order.
+        """
+        with self._lock:
+            self._scripts[model] = source
+            self._cursor[model] = 0
+
+    def script_for_request(self, n: int, reply: Reply) -> None:
+        """Serve ``reply`` to the ``n``-th model request overall (0-based), whatever its model.
+
+        It is inserted: the scripts' own order does not advance for that request.
+        """
+        with self._lock:
+            self._by_request[n] = reply
+
     @property
     def requests(self) -> list[RecordedRequest]:
         """Every request received so far, oldest first."""
@@ -139,16 +193,31 @@ class FakeProviderServer:
         """The requests that named ``model``."""
         return [r for r in self.requests if r.model == model]
 
+    @property
+    def served(self) -> list[tuple[RecordedRequest, Reply | None]]:
+        """Each model request with the reply chosen for it (None: nothing scripted), oldest first."""
+        with self._lock:
+            return list(self._served)
+
     # -- the one dispatch point ------------------------------------------------------------
     def _next_reply(self, model: str | None) -> Reply | None:
         with self._lock:
-            key = model if model in self._scripts else "*"
+            per_model = self._per_model.get(model, 0)
+            self._per_model[model] = per_model + 1
+            overall = self._routed
+            self._routed += 1
+            if overall in self._by_request:
+                return self._by_request.pop(overall)
+            key = model if model is not None and model in self._scripts else "*"
             replies = self._scripts.get(key)
             if replies is None:
                 return None
             index = self._cursor[key]
             self._cursor[key] = index + 1
-            return replies[min(index, len(replies) - 1)]
+            if isinstance(replies, list):
+                return replies[min(index, len(replies) - 1)]
+        # A source runs outside the lock: it may look at the server.
+        return replies(per_model, model)
 
     def _dispatch(self, request: RecordedRequest) -> Wire:
         """Record the request and decide what goes back on the wire."""
@@ -157,6 +226,8 @@ class FakeProviderServer:
         if request.vendor is None:
             return Wire.json(404, {"error": {"message": f"no route for {request.path}", "type": "not_found"}})
         reply = self._next_reply(request.model)
+        with self._lock:
+            self._served.append((request, reply))
         render = render_openai if request.vendor == "openai" else render_anthropic
         if reply is None:
             missing = ErrorReply(500, message=f"no scripted reply for model {request.model!r}")
@@ -205,28 +276,91 @@ def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
                 model=model if isinstance(model, str) else None,
                 stream=bool(payload.get("stream")),
             )
-            self._write(server._dispatch(request))
+            wire = server._dispatch(request)
+            try:
+                self._write(wire)
+            except (OSError, _Stopped):
+                # The client gave up (e.g. its timeout ran out during a hang), or the server stops.
+                self._abort()
 
         def _write(self, wire: Wire) -> None:
+            if wire.hang_s > 0:
+                self._pause(wire.hang_s)
+            if wire.silent:
+                self._abort()
+                return
             self.send_response(wire.status)
             for name, value in wire.headers.items():
                 self.send_header(name, value)
+            budget = wire.drop_after
+            chunks = [c for c in wire.chunks if c]
             if wire.streamed:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for chunk in _iter_nonempty(wire.chunks):
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
+                for chunk in chunks:
+                    if budget is not None:
+                        chunk, budget = chunk[:budget], budget - len(chunk[:budget])
+                    if wire.drip_s > 0:
+                        self._pause(wire.drip_s)
+                    if chunk:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                    if budget == 0:
+                        self._abort()
+                        return
+                if budget is not None:
+                    self._abort()
+                    return
                 self.wfile.write(b"0\r\n\r\n")
             else:
-                data = b"".join(wire.chunks)
+                data = b"".join(chunks)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if budget is not None:
+                    chunks = _cut(chunks, budget)
+                for chunk in chunks:
+                    if wire.drip_s > 0:
+                        self._pause(wire.drip_s)
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                if budget is not None:
+                    self._abort()
+                    return
             self.wfile.flush()
+
+        def _pause(self, seconds: float) -> None:
+            if server.stopping.wait(seconds):
+                raise _Stopped
+
+        def _abort(self) -> None:
+            """Close the connection now, whatever was (not) sent: the client sees it end early."""
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.flush()
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
 
     return Handler
 
 
-def _iter_nonempty(chunks: list[bytes]) -> Iterator[bytes]:
-    return (c for c in chunks if c)
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up (after a timeout, a drop or bad JSON) are expected, not worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class _Stopped(Exception):
+    """The server stopped while a handler was pausing."""
+
+
+def _cut(chunks: list[bytes], budget: int) -> list[bytes]:
+    """The first ``budget`` bytes of ``chunks``, chunk boundaries kept."""
+    out = []
+    for chunk in chunks:
+        if budget <= 0:
+            break
+        out.append(chunk[:budget])
+        budget -= len(out[-1])
+    return out
