@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-install
 
-.PHONY: demo test test-fast lint bench install
+.PHONY: demo test test-fast lint bench chaos install
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,3 +39,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/engine.py
 	$(PY) benchmarks/run.py
+
+## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers.
+chaos: $(STAMP)
+	$(PY) benchmarks/chaos.py
