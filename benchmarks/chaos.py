@@ -24,6 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 REVIEWERS = ("security", "performance", "code_quality", "documentation")
+# Distinct lines and titles, so deduplication keeps one finding per reviewer.
+LINES = {"security": 10, "performance": 11, "code_quality": 14, "documentation": 9}
+TITLES = {
+    "security": "SQL built from user input",
+    "performance": "Query result fetched without a limit",
+    "code_quality": "Live key committed in code",
+    "documentation": "find_user has no docstring",
+}
 PATH = "app/auth/users.py"
 KEY = "chaos-key-0000"
 
@@ -34,13 +42,14 @@ def healthy_reply(index: int, model: str | None) -> Any:
     name = (model or "").rsplit("-", 1)[0]
     if name == "coordinator":
         return ToolCallReply([("final_result", {"decisions": []})])
+    line = LINES.get(name, 12)
     finding = {
         "category": name,
         "severity": "warning",
         "path": PATH,
-        "start_line": 10,
-        "end_line": 10,
-        "title": f"{name} problem on the query line",
+        "start_line": line,
+        "end_line": line,
+        "title": TITLES.get(name, f"{name} problem"),
         "body": f"Found by {name}.",
         "confidence": 0.9,
     }

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from pydantic_ai import models
 
+from codejury.resilience import BOARD
+
 models.ALLOW_MODEL_REQUESTS = False
 
 _real_connect = socket.socket.connect
@@ -37,4 +39,5 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "CODEJURY_MODEL_LIGHT",
     ):
         monkeypatch.delenv(var, raising=False)
+    BOARD.reset()  # breakers are process-wide: one test's outage must not leak into the next
     yield

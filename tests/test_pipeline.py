@@ -100,7 +100,7 @@ async def test_a_failing_reviewer_is_listed_and_the_others_findings_kept(tmp_pat
     }
     review, _, events = await review_of(tmp_path, scripts)
     perf = next(r for r in review.reviewers if r.name == "performance")
-    assert perf.status == "failed" and perf.error == "model API error 503 (ModelHTTPError)"
+    assert perf.status == "failed" and perf.error == "no model could answer: scripted:performance: HTTP 503 unavailable"
     assert {f.title for f in review.findings} == {"SQL injection in find_user", "find_user has no docstring"}
     finished = [e for e in events.events if e["type"] == "review_finished"]  # type: ignore[attr-defined]
     assert finished and finished[0]["failed_reviewers"] == ["performance"]

@@ -9,8 +9,9 @@ import asyncio
 import re
 import tempfile
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,18 @@ from codejury.plugins import (
     run_post_configure,
 )
 from codejury.record.events import EventLog
+from codejury.resilience import (
+    BOARD,
+    DEADLINE,
+    DEFAULT_FAILBACK,
+    HEARTBEAT,
+    MODELS_USED,
+    BreakerBoard,
+    BreakerState,
+    ResilienceSettings,
+    ResilientModel,
+    build_chain,
+)
 from codejury.reviewers.roster import coordinator_prompt, select_reviewers, shared_rules
 from codejury.workspace import build_workspace, numbered_patch
 
@@ -70,7 +83,8 @@ class ReviewOptions:
     notices: Sequence[str] = ()
     resolver: Resolver | None = None
     workspace_dir: Path | None = None
-    _resolved: dict[str, ResolvedModel] = field(default_factory=dict)
+    board: BreakerBoard | None = None
+    """Circuit breakers; None: the process-wide board, configured from the settings."""
 
 
 def default_resolver(env: Mapping[str, str]) -> Resolver:
@@ -89,21 +103,28 @@ async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:
     return await run_post_configure(pm, config, opts.warn)
 
 
+def failback_table(config: ReviewConfig) -> dict[str, str | None]:
+    """Built-in failback chains, overridden by config and the remote routing document."""
+    return {**DEFAULT_FAILBACK, **config.settings.failback}
+
+
+def model_chain(config: ReviewConfig, spec: str) -> list[str]:
+    """``spec`` and its failback models, minus those of disabled providers."""
+    disabled = {name for name, p in config.providers.items() if not p.enabled}
+    return build_chain(spec, failback_table(config), disabled_providers=disabled)
+
+
 def choose_model(config: ReviewConfig, name: str, *, tier: Tier) -> str | None:
-    """The model for a reviewer, routed around disabled providers along its failback chain."""
+    """The model for a reviewer: the first of its failback chain whose provider is enabled."""
     if name == "coordinator" and tier == "trivial" and "coordinator" not in config.settings.reviewer_models:
         spec: str | None = config.settings.models["standard"]
     else:
         spec = config.model_for(name)
-    seen: set[str] = set()
-    while spec is not None and spec not in seen:
-        seen.add(spec)
-        provider, _ = parse_model_string(spec)
-        p = config.providers.get(provider)
-        if p is None or p.enabled:
-            return spec
-        spec = config.settings.failback.get(spec)
-    return None
+    if spec is None:
+        return None
+    parse_model_string(spec)  # a malformed model string is a configuration error, reported here
+    chain = model_chain(config, spec)
+    return chain[0] if chain else None
 
 
 def reviewer_files(name: str, files: Sequence[FileChange]) -> list[FileChange]:
@@ -170,10 +191,80 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
         )
         events.emit("review_finished", verdict=review_.verdict, tier=tier, findings=0)
         return review_
+    board = _board(config, opts)
+    resolved = _resilient_models(config, opts, sorted({m for m in models.values() if m}), board)
+
+    def breaker_moved(model: str, old: BreakerState, new: BreakerState) -> None:
+        events.emit("breaker", model=model, from_state=old, to_state=new)
+
+    board.add_listener(breaker_moved)
+    try:
+        return await _in_workspace(
+            change,
+            config,
+            opts,
+            (rules, context_text, patches),
+            tier,
+            names,
+            models,
+            resolved,
+            kept,
+            skipped,
+            prices,
+            break_glass,
+            started,
+        )
+    finally:
+        board.remove_listener(breaker_moved)
+
+
+def _board(config: ReviewConfig, opts: ReviewOptions) -> BreakerBoard:
+    """The breakers this review shares with every other review in the process."""
+    if opts.board is not None:
+        return opts.board
+    BOARD.failure_threshold = config.settings.breaker_failures
+    BOARD.cooldown_s = config.settings.breaker_cooldown_s
+    return BOARD
+
+
+def _resilient_models(
+    config: ReviewConfig, opts: ReviewOptions, specs: Sequence[str], board: BreakerBoard
+) -> dict[str, ResolvedModel]:
+    """Each chosen model as a failback chain with breakers, stall watchdog and heartbeats."""
     resolver = opts.resolver or default_resolver(opts.env)
-    resolved: dict[str, ResolvedModel] = {}
-    for spec in sorted({m for m in models.values() if m}):
-        resolved[spec] = resolver(spec, config)
+    settings = config.settings
+    resilience = ResilienceSettings(
+        stall_timeout_s=settings.stall_timeout_s,
+        heartbeat_s=settings.heartbeat_s,
+        min_retry_window_s=settings.min_retry_window_s,
+    )
+    cache: dict[str, ResolvedModel] = {}
+    out: dict[str, ResolvedModel] = {}
+    for spec in specs:
+        chain = [cache.get(m) or cache.setdefault(m, resolver(m, config)) for m in model_chain(config, spec)]
+        wrapper = ResilientModel(chain, board=board, settings=resilience, on_event=opts.events.emit)
+        out[spec] = ResolvedModel(spec=spec, model=wrapper, profile=chain[0].profile)
+    return out
+
+
+async def _in_workspace(
+    change: ChangeSet,
+    config: ReviewConfig,
+    opts: ReviewOptions,
+    prepared: tuple[str, str, list[tuple[str, str]]],
+    tier: Tier,
+    names: list[str],
+    models: Mapping[str, str | None],
+    resolved: Mapping[str, ResolvedModel],
+    kept: list[FileChange],
+    skipped: list[SkippedFile],
+    prices: PriceTable,
+    break_glass: bool,
+    started: float,
+) -> Review:
+    """Build the workspace and the agents' shared context (rules, change context, patches), then review."""
+    rules, context_text, patches = prepared
+    events = opts.events
     with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
         dest = opts.workspace_dir or Path(tmp)
         workspace = build_workspace(change, dest, shared_context=context_text)
@@ -216,24 +307,46 @@ async def _run_review(
         timeout = spec.timeout_s if spec and spec.timeout_s else settings.reviewer_timeout_s
         return Limits(settings.max_tool_calls, settings.max_requests, settings.max_input_tokens, timeout)
 
+    used: dict[str, list[str]] = {}
+
+    @contextmanager
+    def watching(name: str) -> Iterator[None]:
+        """While an agent runs: heartbeats name it, answered requests record their model."""
+        beat = HEARTBEAT.set(lambda line: opts.warn(f"{name}: {line}"))
+        record = MODELS_USED.set(used.setdefault(name, []))
+        try:
+            yield
+        finally:
+            MODELS_USED.reset(record)
+            HEARTBEAT.reset(beat)
+
+    def model_of(name: str) -> str:
+        """The model that answered last (a failback model when the chosen one failed)."""
+        return (used.get(name) or [models[name] or "-"])[-1]
+
     async def run_one(name: str) -> AgentOutcome:
         spec = models[name]
         if spec is None:
             return AgentOutcome(None, Usage(), error="every model in its failback chain is disabled")
-        async with semaphores[spec]:
-            return await run_agent(
-                ctx,
-                name=name,
-                task_prompt=config.reviewers[name].prompt,
-                model=resolved[spec],
-                output_type=ReviewerOutput,
-                allowed_tools=config.tool_permissions.get(name, config.reviewers[name].tools) & TOOL_NAMES,
-                limits=limits_for(name),
-                prices=prices,
-                events=events,
-            )
+        with watching(name):
+            async with semaphores[spec]:
+                return await run_agent(
+                    ctx,
+                    name=name,
+                    task_prompt=config.reviewers[name].prompt,
+                    model=resolved[spec],
+                    output_type=ReviewerOutput,
+                    allowed_tools=config.tool_permissions.get(name, config.reviewers[name].tools) & TOOL_NAMES,
+                    limits=limits_for(name),
+                    prices=prices,
+                    events=events,
+                )
 
-    outcomes = await _fan_out(names, run_one, settings.overall_timeout_s)
+    token = DEADLINE.set(time.monotonic() + settings.overall_timeout_s)
+    try:
+        outcomes = await _fan_out(names, run_one, settings.overall_timeout_s)
+    finally:
+        DEADLINE.reset(token)
     files_by_path = {f.path: f for f in kept}
     findings: list[Finding] = []
     dropped: dict[str, int] = {}
@@ -241,7 +354,7 @@ async def _run_review(
     for name in names:
         outcome = outcomes[name]
         status: ReviewerStatus = "ok" if outcome.ok else "failed"
-        reports.append(ReviewerReport.from_usage(name, models[name] or "-", status, outcome.usage, outcome.error))
+        reports.append(ReviewerReport.from_usage(name, model_of(name), status, outcome.usage, outcome.error))
         if outcome.ok and isinstance(outcome.output, ReviewerOutput):
             for draft in outcome.output.findings:
                 anchored = anchors.anchor(name, draft, files_by_path)
@@ -292,21 +405,22 @@ async def _run_review(
             name="coordinator", model="-", status="failed", error="every model in its failback chain is disabled"
         )
     else:
-        findings, judge_dropped, outcome = await coordinator.judge(
-            ctx,
-            findings,
-            prompt=coordinator_prompt(),
-            model=resolved[coord_spec],
-            limits=limits_for("coordinator"),
-            prices=prices,
-            events=events,
-            sections=list(config.reviewers),
-        )
+        with watching("coordinator"):
+            findings, judge_dropped, outcome = await coordinator.judge(
+                ctx,
+                findings,
+                prompt=coordinator_prompt(),
+                model=resolved[coord_spec],
+                limits=limits_for("coordinator"),
+                prices=prices,
+                events=events,
+                sections=list(config.reviewers),
+            )
         judged = outcome.ok
         for k, v in judge_dropped.items():
             dropped[k] = dropped.get(k, 0) + v
         coord_report = ReviewerReport.from_usage(
-            "coordinator", coord_spec, "ok" if outcome.ok else "failed", outcome.usage, outcome.error
+            "coordinator", model_of("coordinator"), "ok" if outcome.ok else "failed", outcome.usage, outcome.error
         )
     findings.sort(key=lambda f: (-_rank(f.severity), f.path, f.start_line))
     verdict = decide_verdict(findings, break_glass=break_glass, judged=judged)

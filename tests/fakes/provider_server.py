@@ -30,6 +30,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -91,6 +92,8 @@ class RecordedRequest:
     vendor: Vendor | None
     model: str | None
     stream: bool
+    received_at: float = 0.0
+    """``time.monotonic()`` when the request arrived."""
 
 
 class FakeProviderServer:
@@ -275,6 +278,7 @@ def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
                 vendor=_route(self.command, parts.path),
                 model=model if isinstance(model, str) else None,
                 stream=bool(payload.get("stream")),
+                received_at=time.monotonic(),
             )
             wire = server._dispatch(request)
             try:

@@ -27,10 +27,12 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from codejury.agents import prompts
 from codejury.agents.tools import RepoTools, as_agent_tools
 from codejury.change.types import FileChange
+from codejury.errors import CodejuryError
 from codejury.findings import NotedReviewerOutput, ReviewerOutput, Usage
 from codejury.models.pricing import PriceTable, usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
+from codejury.resilience import DEADLINE
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -78,6 +80,8 @@ def describe_error(exc: BaseException) -> str:
         return f"model API error {exc.status_code} ({type(exc).__name__})"
     if isinstance(exc, UsageLimitExceeded):
         return f"budget exceeded: {exc}"
+    if isinstance(exc, CodejuryError):  # stalled model, failback chain exhausted: already one line
+        return str(exc).splitlines()[0][:300]
     if isinstance(exc, UnexpectedModelBehavior):
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"invalid output after one repair attempt: {first[:200]}"
@@ -102,12 +106,19 @@ async def run_agent(
     run_usage = RunUsage()
     started = time.monotonic()
     events.emit("agent_started", agent=name, model=model.spec)
+    own_deadline = started + limits.timeout_s
+    outer = DEADLINE.get()
+    token = DEADLINE.set(own_deadline if outer is None else min(outer, own_deadline))
     try:
         async with asyncio.timeout(limits.timeout_s):
             output = await _run(ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage)
         error = None
+    except TimeoutError:
+        output, error = None, f"timed out after {limits.timeout_s:g}s"
     except Exception as exc:  # every failure is reported on the reviewer, never raised
         output, error = None, describe_error(exc)
+    finally:
+        DEADLINE.reset(token)
     usage = usage_from_run(run_usage)
     usage = usage.model_copy(
         update={

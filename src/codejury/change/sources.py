@@ -186,7 +186,9 @@ class GitSource(ChangeSource):
         index = Path(git.text("rev-parse", "--path-format=absolute", "--git-path", "index"))
         tmp_index = self._tempdir() / "index"
         if index.is_file():
-            shutil.copyfile(index, tmp_index)
+            # copy2 keeps the index's mtime: git's racy-entry check compares it with each entry's
+            # mtime, and a fresh mtime would hide a same-size edit made right after a checkout.
+            shutil.copy2(index, tmp_index)
         env = {**git.env, "GIT_INDEX_FILE": str(tmp_index)}
         if not index.is_file():
             git.run("read-tree", "HEAD", env=env)

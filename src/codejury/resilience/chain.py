@@ -1,0 +1,349 @@
+"""Failback chains: one pydantic-ai model that tries a family's models in turn, with breakers and watchdogs.
+
+``ResilientModel`` wraps ``[newest, previous generation, ...]`` of one provider. For each request
+it walks the chain: a model whose breaker refuses is skipped; an attempt streams when the model
+can (so a silent model is killed after ``stall_timeout_s``, and a heartbeat line goes out every
+``heartbeat_s``); a retryable error counts against the breaker and either waits for a short
+Retry-After and tries the same model once more, or fails back to the next model; a fatal or quota
+error goes straight up, because another model will not fix it. Output cut off at the token limit
+is retried once on the same model with a larger budget. No retry or failback starts with less
+than ``min_retry_window_s`` before ``DEADLINE``.
+
+It is a ``WrapperModel`` around the chain's first model (pydantic-ai ``models/wrapper.py``), so
+name, profile, request preparation, tool definitions and output schemas are the first model's and
+pass through unchanged; each model's own ``request`` applies its settings. A chain never crosses
+providers (``build_chain``), so the first model's message preparation fits every model in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai._run_context import RunContext
+from pydantic_ai.exceptions import ContentFilterError, OutputTokenLimitExceeded, UnexpectedModelBehavior
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings, merge_model_settings
+
+from codejury.errors import ConfigError
+from codejury.models.profiles import ResolvedModel
+from codejury.resilience.breaker import BOARD, BreakerBoard, CircuitBreaker
+from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify
+
+DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("codejury_deadline", default=None)
+"""Monotonic time by which the current reviewer must finish; set by the scheduler."""
+
+HEARTBEAT: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "codejury_heartbeat", default=None
+)
+"""Where heartbeat lines go (stderr in the CLI); None: nowhere."""
+
+MODELS_USED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("codejury_models_used", default=None)
+"""Set to a list by the scheduler; every answered request appends the model that answered it."""
+
+DEFAULT_FAILBACK: dict[str, str | None] = {
+    "anthropic:claude-opus-4-5": "anthropic:claude-opus-4-1",
+    "anthropic:claude-opus-4-1": "anthropic:claude-opus-4",
+    "anthropic:claude-opus-4": None,
+    "anthropic:claude-sonnet-4-5": "anthropic:claude-sonnet-4",
+    "anthropic:claude-sonnet-4": None,
+    "anthropic:claude-haiku-4-5": "anthropic:claude-3-5-haiku",
+    "anthropic:claude-3-5-haiku": None,
+    "openai:gpt-5.1": "openai:gpt-5",
+    "openai:gpt-5": "openai:gpt-4.1",
+    "openai:gpt-4.1": None,
+    "openai:gpt-5-mini": "openai:gpt-4.1-mini",
+    "openai:gpt-4.1-mini": None,
+    "openai:gpt-5-nano": "openai:gpt-4.1-nano",
+    "openai:gpt-4.1-nano": None,
+}
+"""Newer → previous generation of the same family; None ends a chain."""
+
+EventSink = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class ResilienceSettings:
+    """Watchdog and retry limits of one chain (DESIGN.md, Models and resilience)."""
+
+    stall_timeout_s: float = 60.0
+    heartbeat_s: float = 30.0
+    min_retry_window_s: float = 120.0
+    max_retry_after_s: float = 30.0
+    truncation_budget_factor: float = 2.0
+
+
+def build_chain(
+    spec: str, failback: Mapping[str, str | None], *, disabled_providers: Collection[str] = ()
+) -> list[str]:
+    """``[spec, failback[spec], failback[that], ...]`` up to None or a cycle, minus disabled providers' models."""
+    chain = [spec]
+    while (nxt := failback.get(chain[-1])) is not None and nxt not in chain:
+        if _provider(nxt) != _provider(chain[-1]):
+            raise ConfigError(f"failback chains never cross providers: {chain[-1]} -> {nxt}")
+        chain.append(nxt)
+    disabled = {p.lower() for p in disabled_providers}
+    return [m for m in chain if _provider(m) not in disabled]
+
+
+def _provider(spec: str) -> str:
+    return spec.partition(":")[0].strip().lower()
+
+
+class _NoStreaming(Exception):
+    """The model cannot stream: use its plain ``request``."""
+
+
+class ResilientModel(WrapperModel):
+    """A failback chain of one provider's models behind one pydantic-ai model."""
+
+    def __init__(
+        self,
+        chain: Sequence[ResolvedModel],
+        *,
+        board: BreakerBoard = BOARD,
+        settings: ResilienceSettings = ResilienceSettings(),  # noqa: B008 - frozen
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_event: EventSink | None = None,
+    ) -> None:
+        if not chain:
+            raise ValueError("a failback chain needs at least one model")
+        super().__init__(chain[0].model)
+        self.chain: tuple[ResolvedModel, ...] = tuple(chain)
+        self.board = board
+        self.resilience = settings
+        self._clock = clock
+        self._sleep = sleep
+        self._on_event = on_event
+        self.last_model_used: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ResilientModel({', '.join(m.spec for m in self.chain)})"
+
+    # -- pydantic-ai entry points -----------------------------------------------------------------
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Walk the chain until a model answers; raise a fatal error at once, ``ChainExhausted`` at the end."""
+        history: list[tuple[str, str]] = []
+        last_error: BaseException | None = None
+        attempted = False
+        previous: tuple[str, str] | None = None  # (model, why we left it)
+        for resolved in self.chain:
+            if attempted and not self._window_allows():
+                raise ChainExhausted(history, last_error, stopped=self._no_time_left()) from last_error
+            breaker = self.board.get(resolved.spec)
+            if not breaker.allow():
+                history.append((resolved.spec, "skipped, circuit open"))
+                previous = (resolved.spec, "circuit open")
+                continue
+            if previous is not None:
+                self._emit("model_failback", from_model=previous[0], to_model=resolved.spec, reason=previous[1])
+            attempted = True
+            outcome = await self._try_model(resolved, breaker, messages, model_settings, model_request_parameters)
+            if isinstance(outcome, ModelResponse):
+                self.last_model_used = resolved.spec
+                if (used := MODELS_USED.get()) is not None:
+                    used.append(resolved.spec)
+                return outcome
+            error, reason, stopped = outcome
+            history.append((resolved.spec, reason))
+            last_error, previous = error, (resolved.spec, reason)
+            if stopped is not None:
+                raise ChainExhausted(history, last_error, stopped=stopped) from last_error
+        raise ChainExhausted(history, last_error) from last_error
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        """The resilient ``request``, replayed as a stream: failback cannot happen once events were handed out."""
+        response = await self.request(messages, model_settings, model_request_parameters)
+        yield CompletedStreamedResponse(response, model_request_parameters=model_request_parameters, replay_events=True)
+
+    # -- one model of the chain -------------------------------------------------------------------
+    async def _try_model(
+        self,
+        resolved: ResolvedModel,
+        breaker: CircuitBreaker,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        params: ModelRequestParameters,
+    ) -> ModelResponse | tuple[BaseException, str, str | None]:
+        """A response, or (error, reason, why the chain must stop here or None) after a retryable failure."""
+        settings = model_settings
+        waited = truncation_retried = False
+        while True:
+            try:
+                response = await self._attempt(resolved, messages, settings, params)
+            except Exception as exc:
+                found = self._classify(exc)
+                self._emit("model_attempt_failed", model=resolved.spec, kind=found.kind, reason=found.reason)
+                if found.kind == "truncated" and not truncation_retried and self._window_allows():
+                    breaker.release()
+                    settings, truncation_retried = self._bigger_budget(resolved, settings), True
+                    continue
+                if found.kind != "retryable":
+                    breaker.release()  # not the model's health: a held probe goes back
+                    raise
+                breaker.record_failure()
+                wait = found.retry_after_s
+                if (
+                    wait is not None
+                    and not waited
+                    and wait <= self.resilience.max_retry_after_s
+                    and self._window_allows(wait)
+                    and breaker.allow()
+                ):
+                    waited = True
+                    await self._sleep(wait)
+                    continue
+                stopped = None if self._window_allows() else self._no_time_left()
+                return exc, found.reason, stopped
+            except BaseException:
+                breaker.release()
+                raise
+            breaker.record_success()
+            if response.finish_reason == "length" and not truncation_retried and self._window_allows():
+                self._emit("model_attempt_failed", model=resolved.spec, kind="truncated", reason="output cut off")
+                settings, truncation_retried = self._bigger_budget(resolved, settings), True
+                continue
+            return response
+
+    def _classify(self, exc: BaseException) -> Classified:
+        found = classify(exc)
+        plain_bad_output = isinstance(exc, UnexpectedModelBehavior) and not isinstance(
+            exc, OutputTokenLimitExceeded | ContentFilterError
+        )
+        if found.kind == "fatal" and plain_bad_output:
+            # Raised inside the model's own request, so it is the server's body, not our schema after repair.
+            return Classified("retryable", "malformed response from the server")
+        return found
+
+    def _bigger_budget(self, resolved: ResolvedModel, settings: ModelSettings | None) -> ModelSettings:
+        merged = merge_model_settings(resolved.model.settings, settings) or {}
+        current = merged.get("max_tokens") or resolved.profile.max_output_tokens
+        bigger = max(current + 1, int(current * self.resilience.truncation_budget_factor))
+        self._emit("model_truncated", model=resolved.spec, max_tokens=bigger)
+        return merge_model_settings(settings, ModelSettings(max_tokens=bigger)) or ModelSettings(max_tokens=bigger)
+
+    # -- one attempt, watched ---------------------------------------------------------------------
+    async def _attempt(
+        self,
+        resolved: ResolvedModel,
+        messages: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+    ) -> ModelResponse:
+        model = resolved.model
+        if _can_stream(model):
+            try:
+                return await self._watch(
+                    resolved.spec, lambda touch: _streamed(model, messages, settings, params, touch), stall=True
+                )
+            except _NoStreaming:
+                pass
+        return await self._watch(resolved.spec, lambda touch: model.request(messages, settings, params), stall=False)
+
+    async def _watch(
+        self,
+        spec: str,
+        work: Callable[[Callable[[], None]], Awaitable[ModelResponse]],
+        *,
+        stall: bool,
+    ) -> ModelResponse:
+        """Run ``work`` in a task it owns: heartbeats while waiting, killed after ``stall_timeout_s`` of silence."""
+        last_output = self._clock()
+        next_beat = last_output + self.resilience.heartbeat_s
+
+        def touch() -> None:
+            nonlocal last_output
+            last_output = self._clock()
+
+        async def run() -> ModelResponse:
+            return await work(touch)
+
+        task = asyncio.create_task(run(), name=f"model-attempt:{spec}")
+        try:
+            while True:
+                now = self._clock()
+                due = [next_beat]
+                if stall:
+                    due.append(last_output + self.resilience.stall_timeout_s)
+                done, _ = await asyncio.wait({task}, timeout=max(0.0, min(due) - now))
+                if task in done:
+                    return task.result()
+                now = self._clock()
+                if stall and now - last_output >= self.resilience.stall_timeout_s:
+                    raise ModelStalled(spec, self.resilience.stall_timeout_s)
+                if now >= next_beat:
+                    self._heartbeat(spec, now - last_output)
+                    next_beat = now + self.resilience.heartbeat_s
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: a killed attempt's error is expected
+
+    def _heartbeat(self, spec: str, silent_s: float) -> None:
+        sink = HEARTBEAT.get()
+        if sink is not None:
+            sink(f"{spec}: model is thinking… ({int(silent_s)}s since last output)")
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _window_allows(self, wait_s: float = 0.0) -> bool:
+        deadline = DEADLINE.get()
+        return deadline is None or deadline - self._clock() - wait_s >= self.resilience.min_retry_window_s
+
+    def _no_time_left(self) -> str:
+        deadline = DEADLINE.get()
+        left = 0.0 if deadline is None else max(0.0, deadline - self._clock())
+        window = self.resilience.min_retry_window_s
+        return f"stopped: {left:.0f}s left before the deadline, under the {window:g}s retry window"
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        if self._on_event is not None:
+            self._on_event(event, **fields)
+
+
+def _can_stream(model: Model) -> bool:
+    """False for models that do not implement ``request_stream`` (the embedded model, a FunctionModel without one)."""
+    if isinstance(model, FunctionModel):
+        return model.stream_function is not None
+    return type(model).request_stream is not Model.request_stream
+
+
+async def _streamed(
+    model: Model,
+    messages: list[ModelMessage],
+    settings: ModelSettings | None,
+    params: ModelRequestParameters,
+    touch: Callable[[], None],
+) -> ModelResponse:
+    """Consume the model's stream, touching the watchdog on every event; the assembled response."""
+    async with AsyncExitStack() as stack:
+        try:
+            stream = await stack.enter_async_context(model.request_stream(messages, settings, params))
+        except NotImplementedError as exc:
+            raise _NoStreaming from exc
+        touch()
+        async for _ in stream:
+            touch()
+    return stream.get()
