@@ -66,8 +66,8 @@ def codejury_register_sources(register: Callable[[str, Callable[..., Any]], None
 
 @hookimpl
 def codejury_register_renderers(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    """Markdown, JSON and terminal renderers for reviews and plans."""
-    from codejury.render import jsonout, markdown, terminal
+    """Markdown, JSON and terminal renderers for reviews and plans; SARIF, rdjson and Code Quality for reviews."""
+    from codejury.render import codeclimate, jsonout, markdown, rdjson, sarif, terminal
 
     register("markdown", markdown.render_review_markdown)
     register("markdown-plan", markdown.render_plan_markdown)
@@ -75,3 +75,6 @@ def codejury_register_renderers(register: Callable[[str, Callable[..., Any]], No
     register("json-plan", jsonout.plan_to_json)
     register("terminal", terminal.render_review_terminal)
     register("terminal-plan", terminal.render_plan_terminal)
+    register("sarif", sarif.render)
+    register("rdjson", rdjson.render)
+    register("codeclimate", codeclimate.render)

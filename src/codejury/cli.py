@@ -88,9 +88,10 @@ def cli() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["markdown", "json", "terminal"]),
+    type=click.Choice(["markdown", "json", "terminal", "sarif", "rdjson", "codeclimate"]),
     default=None,
-    help="Output format (default: terminal on a TTY, markdown otherwise).",
+    help="Output format (default: terminal on a TTY, markdown otherwise). CI artifacts of a review: "
+    "sarif (GitHub code scanning), rdjson (reviewdog), codeclimate (GitLab Code Quality).",
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the review to FILE.")
 @click.option(
@@ -153,6 +154,10 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
     pm = make_plugin_manager(f.plugins)
     sources = collect_registry(pm, "codejury_register_sources")
     renderers = collect_registry(pm, "codejury_register_renderers")
+    if f.dry_run and f.fmt and f"{f.fmt}-plan" not in renderers:
+        raise InputError(
+            f"--format {f.fmt} renders a review, not a plan: use markdown, json or terminal with --dry-run"
+        )
     with ExitStack() as stack:
         if f.diff_file:
             source = sources["diff"](path=f.diff_file, root=f.repo_dir)

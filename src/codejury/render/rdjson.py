@@ -1,0 +1,84 @@
+"""A review as reviewdog's rdjson (``--format rdjson``), for ``reviewdog -f=rdjson``.
+
+One ``DiagnosticResult``: source ``codejury``, one diagnostic per finding with a line-wise range
+(no columns: start to end line inclusive, as the format defines it), severity ERROR / WARNING /
+INFO, the category as ``code.value``, and the suggested replacement, if any, as a suggestion
+over the same lines.
+
+reviewdog parses rdjson with protobuf's strict JSON reader, which rejects unknown fields, so
+nothing outside the format is added. The format has no run status either: a reviewer that failed,
+or an unjudged review, becomes a location-less WARNING diagnostic (code
+``codejury/reviewer-failed`` or ``codejury/review-unjudged``). reviewdog shows those with
+``-filter-mode=nofilter`` or the local reporter, and they count towards ``-fail-level``.
+The format has no fingerprint field: reviewdog computes its own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codejury.findings import Finding, Review, ReviewerReport
+from codejury.render import clean_text, one_line
+
+SEVERITIES: dict[str, str] = {"critical": "ERROR", "warning": "WARNING", "suggestion": "INFO"}
+
+
+def _failed(review: Review) -> list[ReviewerReport]:
+    reports = [r for r in review.reviewers if r.status == "failed"]
+    if review.coordinator is not None and review.coordinator.status == "failed":
+        reports.append(review.coordinator)
+    return reports
+
+
+def _range(f: Finding) -> dict[str, Any]:
+    return {"start": {"line": f.start_line}, "end": {"line": max(f.end_line, f.start_line)}}
+
+
+def _diagnostic(f: Finding) -> dict[str, Any]:
+    body = clean_text(f.body).strip()
+    title = one_line(f.title)
+    out: dict[str, Any] = {
+        "message": f"{title}\n\n{body}" if body else title,
+        "location": {"path": f.path, "range": _range(f)},
+        "severity": SEVERITIES.get(f.severity, "WARNING"),
+        "code": {"value": f.category.strip() or "general"},
+    }
+    if f.suggestion is not None and f.suggestion.strip():
+        out["suggestions"] = [{"range": _range(f), "text": clean_text(f.suggestion).rstrip("\n")}]
+    return out
+
+
+def _notices(review: Review) -> list[dict[str, Any]]:
+    notices = [
+        {
+            "message": f"codejury: reviewer {one_line(r.name)} failed ({one_line(r.model)}): "
+            f"{one_line(r.error or 'no reason given')}. Its part of the review is missing.",
+            "severity": "WARNING",
+            "code": {"value": "codejury/reviewer-failed"},
+        }
+        for r in _failed(review)
+    ]
+    if not review.judged:
+        notices.append(
+            {
+                "message": "codejury: the coordinator could not run; findings are as the reviewers reported them, "
+                "not checked for false positives.",
+                "severity": "WARNING",
+                "code": {"value": "codejury/review-unjudged"},
+            }
+        )
+    return notices
+
+
+def review_to_rdjson_dict(review: Review) -> dict[str, Any]:
+    """The review as an rdjson ``DiagnosticResult`` (plain data)."""
+    return {
+        "source": {"name": "codejury"},
+        "diagnostics": [*(_diagnostic(f) for f in review.findings), *_notices(review)],
+    }
+
+
+def render(review: Review) -> str:
+    """The review as rdjson text."""
+    return json.dumps(review_to_rdjson_dict(review), indent=2, ensure_ascii=False)

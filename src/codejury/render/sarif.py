@@ -1,0 +1,150 @@
+"""A review as SARIF 2.1.0, for GitHub code scanning (``--format sarif``).
+
+One run whose driver is codejury, one rule per finding category, one result per finding with
+the fields GitHub needs (``message.text``, a repository-relative ``artifactLocation.uri``,
+``region.startLine`` and ``partialFingerprints``, see FORGES.md). A finding's suggested
+replacement becomes a SARIF ``fix``. Reviewers that failed and an unjudged review are reported
+as ``toolExecutionNotifications`` on ``invocations[0]``, with ``executionSuccessful: false``, so
+an upload never reads as a clean, complete analysis when part of the panel did not run.
+Verdict, tier and the other review facts ride in the run's property bag.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from codejury import __version__
+from codejury.findings import Finding, Review, ReviewerReport
+from codejury.fingerprint import unique_fingerprints
+from codejury.render import clean_text, one_line
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+FINGERPRINT_KEY = "codejury/v1"
+LEVELS: dict[str, str] = {"critical": "error", "warning": "warning", "suggestion": "note"}
+NOTIFICATIONS: list[dict[str, Any]] = [
+    {"id": "reviewer-failed", "shortDescription": {"text": "A reviewer failed; its part of the review is missing."}},
+    {"id": "review-unjudged", "shortDescription": {"text": "The coordinator could not judge the findings."}},
+]
+"""Descriptors of the notifications a run may carry (``driver.notifications``)."""
+
+
+def rule_id(finding: Finding) -> str:
+    """The SARIF rule a finding belongs to: its category (``general`` when it has none)."""
+    return finding.category.strip() or "general"
+
+
+def _failed(review: Review) -> list[ReviewerReport]:
+    reports = [r for r in review.reviewers if r.status == "failed"]
+    if review.coordinator is not None and review.coordinator.status == "failed":
+        reports.append(review.coordinator)
+    return reports
+
+
+def _message(f: Finding) -> str:
+    body = clean_text(f.body).strip()
+    title = one_line(f.title)
+    return f"{title}\n\n{body}" if body else title
+
+
+def _region(f: Finding) -> dict[str, int]:
+    return {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
+
+
+def _artifact(f: Finding) -> dict[str, str]:
+    return {"uri": quote(f.path.replace("\\", "/"), safe="/")}
+
+
+def _result(f: Finding, fp: str, index: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "ruleId": rule_id(f),
+        "ruleIndex": index,
+        "level": LEVELS.get(f.severity, "warning"),
+        "message": {"text": _message(f)},
+        "locations": [{"physicalLocation": {"artifactLocation": _artifact(f), "region": _region(f)}}],
+        "partialFingerprints": {FINGERPRINT_KEY: fp},
+    }
+    if f.suggestion is not None and f.suggestion.strip():
+        out["fixes"] = [
+            {
+                "description": {"text": "Suggested change"},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": _artifact(f),
+                        "replacements": [
+                            {
+                                "deletedRegion": _region(f),
+                                "insertedContent": {"text": clean_text(f.suggestion).rstrip("\n")},
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    out["properties"] = {"reviewer": f.reviewer, "severity": f.severity, "confidence": f.confidence}
+    return out
+
+
+def _notifications(review: Review) -> list[dict[str, Any]]:
+    notes: list[dict[str, Any]] = [
+        {
+            "level": "error",
+            "message": {
+                "text": f"Reviewer {one_line(r.name)} failed ({one_line(r.model)}): "
+                f"{one_line(r.error or 'no reason given')}. Its part of the review is missing."
+            },
+            "descriptor": {"id": "reviewer-failed"},
+            "properties": {"reviewer": r.name, "model": r.model},
+        }
+        for r in _failed(review)
+    ]
+    if not review.judged:
+        notes.append(
+            {
+                "level": "warning",
+                "message": {
+                    "text": "The coordinator could not run: findings are as the reviewers reported them, "
+                    "not checked for false positives."
+                },
+                "descriptor": {"id": "review-unjudged"},
+            }
+        )
+    return notes
+
+
+def review_to_sarif_dict(review: Review) -> dict[str, Any]:
+    """The review as a SARIF log (plain data)."""
+    rules = sorted({rule_id(f) for f in review.findings})
+    index = {rule: i for i, rule in enumerate(rules)}
+    fingerprints = unique_fingerprints(review.findings)
+    notifications = _notifications(review)
+    invocation: dict[str, Any] = {"executionSuccessful": not notifications}
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "codejury",
+                "version": __version__,
+                "rules": [{"id": rule, "shortDescription": {"text": rule}} for rule in rules],
+                "notifications": NOTIFICATIONS,
+            }
+        },
+        "invocations": [invocation],
+        "results": [_result(f, fp, index[rule_id(f)]) for f, fp in zip(review.findings, fingerprints, strict=True)],
+        "properties": {
+            "verdict": review.verdict,
+            "tier": review.tier,
+            "judged": review.judged,
+            "breakGlass": review.break_glass,
+            "failedReviewers": [r.name for r in _failed(review)],
+            "summary": clean_text(review.summary).strip(),
+        },
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def render(review: Review) -> str:
+    """The review as SARIF 2.1.0 JSON text."""
+    return json.dumps(review_to_sarif_dict(review), indent=2, ensure_ascii=False)

@@ -1,0 +1,369 @@
+"""CI artifacts: SARIF, rdjson and Code Quality validate against their schemas and carry stable fingerprints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from codejury.findings import Finding, Review, ReviewerReport
+from codejury.fingerprint import fingerprint, location_fingerprint, normalise_title, unique_fingerprints
+from codejury.render import codeclimate, rdjson, sarif
+from tests.render.samples import HOSTILE, finding, full_review
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def schema_errors(instance: Any, name: str) -> list[str]:
+    """Violations of the vendored schema ``name``, validated with the draft it declares."""
+    schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
+
+
+def clean_review(**overrides: Any) -> Review:
+    ok = ReviewerReport(name="security", model="m", status="ok")
+    fields: dict[str, Any] = {
+        "verdict": "approved",
+        "tier": "lite",
+        "summary": "No findings.",
+        "reviewers": [ok],
+        "coordinator": ReviewerReport(name="coordinator", model="m", status="skipped"),
+    }
+    fields.update(overrides)
+    return Review(**fields)
+
+
+def all_ok(review: Review) -> Review:
+    return review.model_copy(update={"reviewers": [r for r in review.reviewers if r.status != "failed"]})
+
+
+def hostile_review() -> Review:
+    return full_review(
+        findings=[finding(title=HOSTILE, body=HOSTILE, suggestion=HOSTILE, path="src/with space/ü.py", category="")]
+    )
+
+
+REVIEWS = {
+    "full": full_review,
+    "clean": clean_review,
+    "hostile": hostile_review,
+    "unjudged": lambda: full_review(
+        judged=False,
+        verdict="significant_concerns",
+        coordinator=ReviewerReport(name="coordinator", model="m", status="failed", error="boom"),
+    ),
+}
+
+
+# --- schemas -----------------------------------------------------------------------------------------
+
+
+def test_the_vendored_schemas_declare_the_drafts_they_are_checked_with() -> None:
+    drafts = {
+        name: jsonschema.validators.validator_for(
+            json.loads((SCHEMAS / name).read_text(encoding="utf-8")), default=None
+        )
+        for name in ("sarif-2.1.0.json", "rdjson.json", "codeclimate.json")
+    }
+    assert drafts == {
+        "sarif-2.1.0.json": jsonschema.Draft4Validator,
+        "rdjson.json": jsonschema.Draft4Validator,
+        "codeclimate.json": jsonschema.Draft202012Validator,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(REVIEWS))
+def test_sarif_validates_against_the_sarif_2_1_0_schema(name: str) -> None:
+    log = json.loads(sarif.render(REVIEWS[name]()))
+    assert schema_errors(log, "sarif-2.1.0.json") == []
+    assert log["version"] == "2.1.0" and len(log["runs"]) == 1
+
+
+@pytest.mark.parametrize("name", sorted(REVIEWS))
+def test_rdjson_validates_against_reviewdogs_schema(name: str) -> None:
+    assert schema_errors(json.loads(rdjson.render(REVIEWS[name]())), "rdjson.json") == []
+
+
+@pytest.mark.parametrize("name", sorted(REVIEWS))
+def test_codeclimate_validates_against_the_documented_format_and_gitlabs_own_validator(name: str) -> None:
+    report = json.loads(codeclimate.render(REVIEWS[name]()))
+    assert schema_errors(report, "codeclimate.json") == []
+    for entry in report:
+        assert schema_errors(entry, "gitlab-codeclimate.json") == []
+    fingerprints = [e["fingerprint"] for e in report]
+    assert len(set(fingerprints)) == len(fingerprints)  # GitLab keys entries by fingerprint
+
+
+_RDF_FIELDS = {
+    "result": {"diagnostics", "source", "severity"},
+    "diagnostic": {"message", "location", "severity", "source", "code", "suggestions", "original_output"},
+    "location": {"path", "range"},
+    "range": {"start", "end"},
+    "position": {"line", "column"},
+    "suggestion": {"range", "text"},
+    "source": {"name", "url"},
+    "code": {"value", "url"},
+}
+
+
+def _range_ok(r: dict[str, Any]) -> bool:
+    return set(r) <= _RDF_FIELDS["range"] and all(set(p) <= _RDF_FIELDS["position"] for p in r.values())
+
+
+def test_rdjson_has_no_field_outside_the_proto_because_reviewdog_rejects_unknown_fields() -> None:
+    for review in (full_review(), REVIEWS["unjudged"](), hostile_review()):
+        result = json.loads(rdjson.render(review))
+        assert set(result) <= _RDF_FIELDS["result"] and set(result["source"]) <= _RDF_FIELDS["source"]
+        for d in result["diagnostics"]:
+            assert set(d) <= _RDF_FIELDS["diagnostic"], d
+            assert set(d["code"]) <= _RDF_FIELDS["code"]
+            if "location" in d:
+                assert set(d["location"]) <= _RDF_FIELDS["location"] and _range_ok(d["location"]["range"])
+            for s in d.get("suggestions", []):
+                assert set(s) <= _RDF_FIELDS["suggestion"] and _range_ok(s["range"])
+
+
+# --- fingerprints ------------------------------------------------------------------------------------
+
+
+def test_fingerprint_is_16_hex_chars_and_survives_a_line_shift() -> None:
+    before = finding()
+    after = finding(id="F9", start_line=52, end_line=54, body="Reworded body.", reviewer="code_quality")
+    fp = fingerprint(before)
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    assert fingerprint(after) == fp
+    assert location_fingerprint(after) != location_fingerprint(before)
+    assert location_fingerprint(finding()) == location_fingerprint(before)
+
+
+def test_fingerprint_ignores_case_digits_and_punctuation_in_the_title_and_category_case() -> None:
+    a = finding(title="Query inside a loop (3 calls)", category="N+1-Query ")
+    b = finding(title="query inside a loop: 12 calls!", category="n+1-query")
+    assert normalise_title(a.title) == "query inside a loop calls"
+    assert fingerprint(a) == fingerprint(b)
+
+
+@pytest.mark.parametrize(
+    "change", [{"path": "src/app/other.py"}, {"category": "xss"}, {"title": "SQL built from a constant"}]
+)
+def test_fingerprint_differs_for_a_different_finding(change: dict[str, Any]) -> None:
+    assert fingerprint(finding(**change)) != fingerprint(finding())
+
+
+def test_fingerprints_are_stable_across_renders_and_line_shifts_in_every_format() -> None:
+    review = full_review()
+    shifted = full_review(
+        findings=[
+            f.model_copy(update={"start_line": f.start_line + 7, "end_line": f.end_line + 7}) for f in review.findings
+        ]
+    )
+    assert sarif.render(review) == sarif.render(review)
+    assert codeclimate.render(review) == codeclimate.render(review)
+    assert rdjson.render(review) == rdjson.render(review)
+
+    def sarif_fps(r: Review) -> list[str]:
+        return [res["partialFingerprints"]["codejury/v1"] for res in json.loads(sarif.render(r))["runs"][0]["results"]]
+
+    def cq_fps(r: Review) -> list[str]:
+        return [e["fingerprint"] for e in json.loads(codeclimate.render(r))]
+
+    assert sarif_fps(shifted) == sarif_fps(review) == [fingerprint(f) for f in review.findings]
+    assert cq_fps(shifted) == cq_fps(review)
+    assert len(set(sarif_fps(review))) == 2
+
+
+def test_findings_sharing_a_fingerprint_get_distinct_ids_whatever_their_order() -> None:
+    first = finding(id="A", start_line=10, end_line=10)
+    second = finding(id="B", start_line=30, end_line=31)
+    other = finding(id="C", title="Something else")
+    ids = unique_fingerprints([first, second, other])
+    assert ids == [fingerprint(first), f"{fingerprint(first)}-2", fingerprint(other)]
+    assert unique_fingerprints([other, second, first]) == [ids[2], ids[1], ids[0]]
+    report = json.loads(codeclimate.render(all_ok(full_review(findings=[second, first]))))
+    assert [e["fingerprint"] for e in report] == [ids[1], ids[0]]
+
+
+# --- content -----------------------------------------------------------------------------------------
+
+
+def _three_severities() -> Review:
+    return full_review(
+        findings=[
+            finding(id="C", severity="critical", title="a"),
+            finding(id="W", severity="warning", title="b"),
+            finding(id="S", severity="suggestion", title="c"),
+        ]
+    )
+
+
+def test_severities_are_mapped_in_every_format() -> None:
+    review = _three_severities()
+    results = json.loads(sarif.render(review))["runs"][0]["results"]
+    assert [r["level"] for r in results] == ["error", "warning", "note"]
+    diagnostics = json.loads(rdjson.render(all_ok(review)))["diagnostics"]
+    assert [d["severity"] for d in diagnostics] == ["ERROR", "WARNING", "INFO"]
+    report = json.loads(codeclimate.render(all_ok(review)))
+    assert [e["severity"] for e in report] == ["critical", "major", "minor"]
+
+
+def test_sarif_result_carries_what_github_needs() -> None:
+    run = json.loads(sarif.render(full_review()))["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "codejury" and driver["version"]
+    assert [r["id"] for r in driver["rules"]] == ["n+1-query", "sql-injection"]
+    sqli = run["results"][0]
+    assert sqli["ruleId"] == "sql-injection" and driver["rules"][sqli["ruleIndex"]]["id"] == "sql-injection"
+    assert sqli["message"]["text"].startswith("SQL built from request input\n\nThe query interpolates")
+    location = sqli["locations"][0]["physicalLocation"]
+    assert location == {"artifactLocation": {"uri": "src/app/db.py"}, "region": {"startLine": 42, "endLine": 44}}
+    assert sqli["properties"] == {"reviewer": "security", "severity": "critical", "confidence": 0.9}
+    fix = sqli["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    assert fix["deletedRegion"] == {"startLine": 42, "endLine": 44}
+    assert fix["insertedContent"]["text"].startswith("cur.execute(")
+    assert "fixes" not in run["results"][1]
+    assert run["properties"]["verdict"] == "requested_changes"
+
+
+def test_sarif_uri_is_a_percent_encoded_repository_relative_path() -> None:
+    result = json.loads(sarif.render(hostile_review()))["runs"][0]["results"][0]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/with%20space/%C3%BC.py"
+    assert result["ruleId"] == "general"
+    assert "\x1b" not in result["message"]["text"] and "\u202e" not in result["message"]["text"]
+
+
+def test_rdjson_carries_the_suggestion_over_the_finding_lines() -> None:
+    diagnostics = json.loads(rdjson.render(full_review()))["diagnostics"]
+    sqli, loop = diagnostics[0], diagnostics[1]
+    assert sqli["location"] == {"path": "src/app/db.py", "range": {"start": {"line": 42}, "end": {"line": 44}}}
+    assert sqli["code"] == {"value": "sql-injection"}
+    assert sqli["suggestions"] == [
+        {
+            "range": {"start": {"line": 42}, "end": {"line": 44}},
+            "text": 'cur.execute("SELECT * FROM t WHERE name = %s", (name,))',
+        }
+    ]
+    assert "suggestions" not in loop
+    assert json.loads(rdjson.render(full_review()))["source"] == {"name": "codejury"}
+
+
+def test_codeclimate_entry_has_gitlabs_fields() -> None:
+    entry = json.loads(codeclimate.render(full_review()))[0]
+    assert entry["description"] == "SQL built from request input"
+    assert entry["check_name"] == "sql-injection"
+    assert entry["location"] == {"path": "src/app/db.py", "lines": {"begin": 42, "end": 44}}
+    assert entry["categories"] == ["Security"] and entry["type"] == "issue"
+
+
+# --- failed reviewers --------------------------------------------------------------------------------
+
+
+def test_sarif_with_a_failed_reviewer_is_not_a_clean_successful_run() -> None:
+    review = full_review(findings=[], verdict="approved")  # documentation failed, nothing found
+    invocation = json.loads(sarif.render(review))["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    [note] = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and "documentation" in note["message"]["text"]
+    descriptors = json.loads(sarif.render(review))["runs"][0]["tool"]["driver"]["notifications"]
+    assert note["descriptor"]["id"] in {d["id"] for d in descriptors}
+    assert "timed out after 300s" in note["message"]["text"]
+
+
+def test_sarif_of_an_unjudged_review_says_so() -> None:
+    invocation = json.loads(sarif.render(REVIEWS["unjudged"]()))["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    texts = [n["message"]["text"] for n in invocation["toolExecutionNotifications"]]
+    assert any("coordinator" in t.lower() for t in texts)
+
+
+def test_sarif_of_a_complete_review_is_successful_with_no_notifications() -> None:
+    invocation = json.loads(sarif.render(clean_review()))["runs"][0]["invocations"][0]
+    assert invocation == {"executionSuccessful": True}
+
+
+def test_rdjson_and_codeclimate_report_failed_reviewers_instead_of_looking_clean() -> None:
+    review = full_review(findings=[], verdict="approved")
+    [notice] = json.loads(rdjson.render(review))["diagnostics"]
+    assert notice["code"] == {"value": "codejury/reviewer-failed"} and "documentation" in notice["message"]
+    [entry] = json.loads(codeclimate.render(review))
+    assert entry["check_name"] == "codejury/reviewer-failed" and "documentation" in entry["description"]
+    again = json.loads(codeclimate.render(full_review(findings=[], verdict="approved", summary="other run")))
+    assert again[0]["fingerprint"] == entry["fingerprint"]
+    assert json.loads(rdjson.render(clean_review()))["diagnostics"] == []
+    assert json.loads(codeclimate.render(clean_review())) == []
+
+
+# --- command line ------------------------------------------------------------------------------------
+
+
+def _cli_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from codejury import pipeline
+    from codejury.cli import cli
+    from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
+    from tests.fakes.scripted import Final, Raw, ScriptedResolver
+    from tests.fakes.scripted import finding as model_finding
+
+    path = "app/auth/users.py"
+    sqli = model_finding(path, 10, "SQL injection in find_user", severity="critical", category="sql-injection")
+    resolver = ScriptedResolver({"reviewer": [Final([sqli])], "coordinator": [Raw({"decisions": []})]})
+    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
+    repo = tmp_path / "repo"
+    (repo / "app/auth").mkdir(parents=True)
+    (repo / path).write_text(AUTH_NEW)
+    diff = tmp_path / "change.diff"
+    diff.write_text(unified_diff(path, AUTH_OLD, AUTH_NEW))
+    result = CliRunner().invoke(
+        cli,
+        ["review", "--diff", str(diff), "--repo", str(repo), "--model", "scripted:reviewer"]
+        + ["--model-for", "coordinator=scripted:coordinator", *args],
+        catch_exceptions=False,
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_cli_writes_a_valid_sarif_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out.sarif"
+    code, stdout, err = _cli_review(tmp_path, monkeypatch, "--format", "sarif", "-o", str(out), "--fail-on", "never")
+    assert code == 0, err
+    assert stdout == ""
+    log = json.loads(out.read_text(encoding="utf-8"))
+    assert schema_errors(log, "sarif-2.1.0.json") == []
+    run = log["runs"][0]
+    assert run["invocations"][0]["executionSuccessful"] is True
+    [result] = run["results"]
+    assert (result["ruleId"], result["level"]) == ("sql-injection", "error")
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "app/auth/users.py"
+    assert region["startLine"] == 10
+    assert result["partialFingerprints"]["codejury/v1"] == fingerprint(
+        Finding(
+            id="x",
+            reviewer="security",
+            category="sql-injection",
+            severity="critical",
+            path="app/auth/users.py",
+            start_line=1,
+            end_line=1,
+            title="SQL injection in find_user",
+            body="",
+            confidence=1,
+        )
+    )
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "rdjson", "codeclimate"])
+def test_cli_dry_run_with_a_review_only_format_is_a_one_line_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    code, stdout, err = _cli_review(tmp_path, monkeypatch, "--dry-run", "--format", fmt)
+    assert code == 2 and stdout == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codejury: ") and f"--format {fmt}" in lines[0]
+    assert "--dry-run" in lines[0]
