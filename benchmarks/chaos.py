@@ -23,49 +23,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-REVIEWERS = ("security", "performance", "code_quality", "documentation")
-# Distinct lines and titles, so deduplication keeps one finding per reviewer.
-LINES = {"security": 10, "performance": 11, "code_quality": 14, "documentation": 9}
-TITLES = {
-    "security": "SQL built from user input",
-    "performance": "Query result fetched without a limit",
-    "code_quality": "Live key committed in code",
-    "documentation": "find_user has no docstring",
-}
-PATH = "app/auth/users.py"
 KEY = "chaos-key-0000"
 
 
-def healthy_reply(index: int, model: str | None) -> Any:
-    from tests.fakes.provider_server import ToolCallReply
-
-    name = (model or "").rsplit("-", 1)[0]
-    if name == "coordinator":
-        return ToolCallReply([("final_result", {"decisions": []})])
-    line = LINES.get(name, 12)
-    finding = {
-        "category": name,
-        "severity": "warning",
-        "path": PATH,
-        "start_line": line,
-        "end_line": line,
-        "title": TITLES.get(name, f"{name} problem"),
-        "body": f"Found by {name}.",
-        "confidence": 0.9,
-    }
-    return ToolCallReply([("final_result", {"findings": [finding]})])
-
-
 def settings_for(base_url: str, stall_s: float) -> Any:
+    from tests.fakes.panel_replies import REVIEWERS
+
     from codejury.config import Settings, merge_file_table
 
+    names = (*REVIEWERS, "coordinator")
     table: dict[str, Any] = {
         "providers": {"chaos": {"base_url": base_url, "api_key_env": "CHAOS_KEY"}},
         "models": {"top": "chaos:coordinator-a", "standard": "chaos:code_quality-a", "light": "chaos:documentation-a"},
-        "reviewers": {n: {"model": f"chaos:{n}-a"} for n in (*REVIEWERS, "coordinator")},
+        "reviewers": {n: {"model": f"chaos:{n}-a"} for n in names},
         "failback": {
-            **{f"chaos:{n}-a": f"chaos:{n}-b" for n in (*REVIEWERS, "coordinator")},
-            **{f"chaos:{n}-b": None for n in (*REVIEWERS, "coordinator")},
+            **{f"chaos:{n}-a": f"chaos:{n}-b" for n in names},
+            **{f"chaos:{n}-b": None for n in names},
         },
         "stall_timeout_s": stall_s,
         "heartbeat_s": 600,
@@ -92,6 +65,7 @@ async def one_review(change: Any, settings: Any, events: Any) -> tuple[Any, floa
 
 async def run(reviews: int, seed: int, rate: float) -> None:
     from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
+    from tests.fakes.panel_replies import PATH, healthy
     from tests.fakes.provider_server import FakeProviderServer, RandomFaults, default_faults
 
     from codejury.models import registry
@@ -117,7 +91,7 @@ async def run(reviews: int, seed: int, rate: float) -> None:
     for label, fault_rates in (("fault-free", {}), ("faults", rates)):
         registry.clear_model_cache()
         with FakeProviderServer() as server:
-            faults = RandomFaults(seed, fault_rates, healthy_reply, faults=default_faults(hang_s=30.0))
+            faults = RandomFaults(seed, fault_rates, healthy, faults=default_faults(hang_s=30.0))
             server.script_source("*", faults)
             settings = settings_for(server.openai_base_url, stall_s=1.0)
             results = []

@@ -37,6 +37,16 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "CODEJURY_MODEL_TOP",
         "CODEJURY_MODEL_STANDARD",
         "CODEJURY_MODEL_LIGHT",
+        # A test suite run inside a real CI job must not see that job's forge or tokens.
+        "CODEJURY_GITLAB_TOKEN",
+        "CODEJURY_GITHUB_TOKEN",
+        "GITHUB_TOKEN",
+        "GITHUB_ACTIONS",
+        "GITHUB_EVENT_PATH",
+        "GITLAB_CI",
+        "CI_JOB_TOKEN",
+        "CI_PIPELINE_SOURCE",
+        "CI_MERGE_REQUEST_IID",
     ):
         monkeypatch.delenv(var, raising=False)
     BOARD.reset()  # breakers are process-wide: one test's outage must not leak into the next

@@ -25,6 +25,7 @@ from codejury.pipeline import ReviewOptions, review
 from codejury.record.events import EventLog
 from codejury.resilience import BreakerBoard
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
+from tests.fakes.panel_replies import PATH, REVIEWERS, healthy
 from tests.fakes.provider_server import (
     DropReply,
     ErrorReply,
@@ -37,35 +38,6 @@ from tests.fakes.provider_server import (
 )
 
 KEY = "fault-key-1234"
-PATH = "app/auth/users.py"
-REVIEWERS = ("security", "performance", "code_quality", "documentation")
-# Distinct lines and titles, so deduplication keeps one finding per reviewer.
-LINES = {"security": 10, "performance": 11, "code_quality": 14, "documentation": 9}
-TITLES = {
-    "security": "SQL built from user input",
-    "performance": "Query result fetched without a limit",
-    "code_quality": "Live key committed in code",
-    "documentation": "find_user has no docstring",
-}
-
-
-def healthy(index: int, model: str | None) -> Reply:
-    """Each reviewer finds one problem named after itself; the coordinator keeps everything."""
-    name = (model or "").rsplit("-", 1)[0]
-    if name == "coordinator":
-        return ToolCallReply([("final_result", {"decisions": []})])
-    line = LINES.get(name, 12)
-    finding = {
-        "category": name,
-        "severity": "warning",
-        "path": PATH,
-        "start_line": line,
-        "end_line": line,
-        "title": TITLES.get(name, f"{name} problem"),
-        "body": f"Found by {name}.",
-        "confidence": 0.9,
-    }
-    return ToolCallReply([("final_result", {"findings": [finding]})])
 
 
 class Clock:

@@ -1,0 +1,1 @@
+"""Publishing reviews on GitLab and GitHub."""

@@ -1,0 +1,675 @@
+"""The GitHub REST and GraphQL calls codejury makes to read a pull request and publish a review.
+
+One async client, typed records in and out, and every failure translated into the forge
+error tree (``codejury.forges.errors``) so the publisher decides by class:
+
+- 429, and 403 that is a rate limit: wait as GitHub says (``Retry-After``, else
+  ``x-ratelimit-reset``, else a minute for a secondary limit) and retry; a wait longer than
+  ``max_wait_s`` fails at once with ``ForgeUnavailable`` rather than stall the CI job.
+- 5xx and connection errors: retried with exponential backoff, then ``ForgeUnavailable``.
+  A retried POST may in rare cases be applied twice; publishing finds its own earlier
+  comments by marker, so a duplicate is cleaned up on the next run.
+- 401 and other 403s: ``ForgeAuthError`` naming the variable that holds the token.
+- other 4xx: ``GitHubRefused`` (a ``ForgeRefused``) carrying GitHub's ``errors`` list: a 422
+  on a review names the comments GitHub refused, so the caller can move those findings to
+  the summary and retry.
+
+Messages never contain the token or a request header. Threads and their resolution exist
+only in GraphQL; everything else is REST. ``CommentableLines`` says which lines of a file's
+patch a review comment may anchor to, since one comment off the diff fails the whole review.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx2
+
+from codejury.change.diffparse import parse_diff
+from codejury.errors import DiffParseError
+from codejury.forges.errors import ForgeAuthError, ForgeError, ForgeRefused, ForgeUnavailable
+
+Side = Literal["LEFT", "RIGHT"]
+ReviewEvent = Literal["APPROVE", "REQUEST_CHANGES", "COMMENT"]
+AnnotationLevel = Literal["notice", "warning", "failure"]
+
+DEFAULT_API_URL = "https://api.github.com"
+ACTIONS_BOT_LOGIN = "github-actions[bot]"
+TOKEN_HINT = "GITHUB_TOKEN or CODEJURY_GITHUB_TOKEN"
+MAX_ANNOTATIONS_PER_REQUEST = 50
+SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when it gives no hint
+_MAX_PAGES = 500
+
+
+class GitHubRefused(ForgeRefused):
+    """GitHub understood the request and said no; ``errors`` is its own list of reasons."""
+
+    def __init__(self, message: str, *, status: int | None = None, errors: Sequence[str] = ()) -> None:
+        super().__init__(message, status=status)
+        self.errors = tuple(errors)
+
+
+# -- records ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    title: str
+    body: str
+    author: str
+    head_sha: str
+    base_sha: str
+    head_ref: str
+    base_ref: str
+    state: str
+    draft: bool
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PullRequest:
+        head, base = d.get("head") or {}, d.get("base") or {}
+        return cls(
+            int(d["number"]), d.get("title") or "", d.get("body") or "", _login(d), head.get("sha", ""),
+            base.get("sha", ""), head.get("ref", ""), base.get("ref", ""), d.get("state", ""), bool(d.get("draft")),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PullFile:
+    """A changed file; ``patch`` is None when GitHub leaves it out (binary or very large files)."""
+
+    path: str
+    status: str
+    patch: str | None
+    previous_path: str | None
+    additions: int
+    deletions: int
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PullFile:
+        return cls(d["filename"], d.get("status", ""), d.get("patch"), d.get("previous_filename"),
+                   int(d.get("additions") or 0), int(d.get("deletions") or 0))  # fmt: skip
+
+    def commentable_lines(self) -> CommentableLines:
+        return CommentableLines.from_patch(self.patch)
+
+
+@dataclass(frozen=True)
+class IssueComment:
+    """A comment on the pull request's conversation (where the summary lives)."""
+
+    id: int
+    body: str
+    author: str
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> IssueComment:
+        return cls(int(d["id"]), d.get("body") or "", _login(d))
+
+
+@dataclass(frozen=True)
+class Review:
+    id: int
+    state: str  # APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
+    body: str
+    commit_id: str
+    author: str
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Review:
+        return cls(int(d["id"]), d.get("state", ""), d.get("body") or "", d.get("commit_id") or "", _login(d))
+
+
+@dataclass(frozen=True)
+class ReviewComment:
+    """An inline comment; ``line`` is None once the comment is outdated."""
+
+    id: int
+    path: str
+    line: int | None
+    side: Side
+    start_line: int | None
+    in_reply_to_id: int | None
+    body: str
+    author: str
+    review_id: int | None
+    commit_id: str
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ReviewComment:
+        return cls(
+            int(d["id"]), d.get("path", ""), d.get("line"), d.get("side") or "RIGHT", d.get("start_line"),
+            d.get("in_reply_to_id"), d.get("body") or "", _login(d), d.get("pull_request_review_id"),
+            d.get("commit_id") or "",
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ThreadComment:
+    """A comment as GraphQL shows it inside a thread; ``database_id`` is the REST comment id."""
+
+    database_id: int
+    body: str
+    author: str
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ThreadComment:
+        # fullDatabaseId is a BigInt, which GraphQL sends as a string.
+        raw = d.get("fullDatabaseId") or d.get("databaseId") or 0
+        return cls(int(raw), d.get("body") or "", (d.get("author") or {}).get("login", ""))
+
+
+@dataclass(frozen=True)
+class ReviewThread:
+    """A review thread (GraphQL node id); ``line`` is None once outdated."""
+
+    id: str
+    is_resolved: bool
+    is_outdated: bool
+    path: str
+    line: int | None
+    viewer_can_resolve: bool
+    comments: tuple[ThreadComment, ...]
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ReviewThread:
+        comments = tuple(ThreadComment.from_json(c) for c in (d.get("comments") or {}).get("nodes") or [])
+        return cls(d["id"], bool(d.get("isResolved")), bool(d.get("isOutdated")), d.get("path", ""), d.get("line"),
+                   bool(d.get("viewerCanResolve")), comments)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CheckRun:
+        return cls(int(d["id"]), d.get("name", ""), d.get("head_sha", ""), d.get("status", ""), d.get("conclusion"))
+
+
+@dataclass(frozen=True)
+class DraftComment:
+    """An inline comment to post with a review: ``start_line..line`` on ``side`` (new side: RIGHT)."""
+
+    path: str
+    line: int
+    body: str
+    side: Side = "RIGHT"
+    start_line: int | None = None
+    start_side: Side | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"path": self.path, "line": self.line, "side": self.side, "body": self.body}
+        if self.start_line is not None and self.start_line != self.line:
+            item["start_line"], item["start_side"] = self.start_line, self.start_side or self.side
+        return item
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A check-run annotation (GitHub shows it on the file in the pull request's diff)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    level: AnnotationLevel
+    message: str
+    title: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
+                                "annotation_level": self.level, "message": self.message}  # fmt: skip
+        if self.title:
+            item["title"] = self.title
+        return item
+
+
+@dataclass(frozen=True)
+class CommentableLines:
+    """Which lines of one file's patch a review comment may anchor to; GitHub refuses the rest (422).
+
+    ``hunks`` holds, per hunk, the old-side (LEFT) and new-side (RIGHT) line numbers it shows.
+    """
+
+    hunks: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
+
+    @classmethod
+    def from_patch(cls, patch: str | None) -> CommentableLines:
+        """Read GitHub's ``patch`` (hunks without file headers); nothing is commentable when it is absent or bad."""
+        if not patch:
+            return cls()
+        try:
+            files = parse_diff(f"--- a/file\n+++ b/file\n{patch}\n")
+        except DiffParseError:
+            return cls()
+        return cls(
+            tuple(
+                (
+                    frozenset(ln.old_no for ln in hunk.lines if ln.old_no is not None),
+                    frozenset(ln.new_no for ln in hunk.lines if ln.new_no is not None),
+                )
+                for file in files
+                for hunk in file.hunks
+            )
+        )
+
+    def allows(self, line: int, side: Side = "RIGHT", *, start_line: int | None = None,
+               start_side: Side | None = None) -> bool:  # fmt: skip
+        """Whether a comment on ``line`` (from ``start_line``, in the same hunk) would be accepted."""
+        end = self._hunk(side, line)
+        if end is None or start_line is None:
+            return end is not None
+        start_side = start_side or side
+        ordered = start_side != side or start_line < line
+        return ordered and self._hunk(start_side, start_line) == end
+
+    def _hunk(self, side: Side, line: int) -> int | None:
+        for index, (left, right) in enumerate(self.hunks):
+            if line in (left if side == "LEFT" else right):
+                return index
+        return None
+
+
+# -- GraphQL documents (values always travel as variables) ----------------------------------------
+_THREADS_QUERY = """
+query ReviewThreads($owner: String!, $name: String!, $number: Int!, $first: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: $first, after: $after) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id isResolved isOutdated path line viewerCanResolve
+          comments(first: 100) { nodes { fullDatabaseId databaseId body author { login } } }
+        }
+      }
+    }
+  }
+}"""
+_RESOLVE = "mutation Resolve($threadId: ID!) { resolveReviewThread(input: {threadId: $threadId}) { thread { id } } }"
+_UNRESOLVE = (
+    "mutation Unresolve($threadId: ID!) { unresolveReviewThread(input: {threadId: $threadId}) { thread { id } } }"
+)
+_REPLY = """
+mutation Reply($threadId: ID!, $body: String!) {
+  addPullRequestReviewThreadReply(input: {pullRequestReviewThreadId: $threadId, body: $body}) {
+    comment { fullDatabaseId databaseId body author { login } }
+  }
+}"""
+
+
+# -- the client ---------------------------------------------------------------------------------
+class GitHubAPI:
+    """Async GitHub client for one token. ``repo`` arguments are ``"owner/name"``.
+
+    ``bot_login`` names the token's user when GitHub cannot tell (a GitHub App installation
+    token); a workflow ``GITHUB_TOKEN`` is ``github-actions[bot]``. ``sleep`` and ``clock`` are
+    injectable so tests do not wait.
+    """
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        graphql_url: str | None = None,
+        bot_login: str | None = None,
+        token_hint: str = TOKEN_HINT,
+        page_size: int = 100,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_wait_s: float = 60.0,
+        timeout_s: float = 30.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._api_url = api_url.rstrip("/")
+        self._graphql_url = graphql_url or self._api_url + "/graphql"
+        self._token = token
+        self._login = bot_login
+        self._token_hint = token_hint
+        self._page_size = max(1, min(100, page_size))
+        self._max_retries = max_retries
+        self._backoff_s = backoff_s
+        self._max_wait_s = max_wait_s
+        self._sleep = sleep
+        self._clock = clock
+        headers = {
+            "authorization": f"Bearer {token}",
+            "accept": "application/vnd.github+json",
+            "x-github-api-version": "2022-11-28",
+            "user-agent": "codejury",
+        }
+        self._client = httpx2.AsyncClient(
+            base_url=self._api_url, headers=headers, timeout=timeout_s, transport=transport
+        )
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> GitHubAPI:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- identity and the pull request --------------------------------------------------------------
+    async def current_login(self) -> str:
+        """The token's login; a workflow token may not read ``/user`` (403), so it is the Actions bot."""
+        if self._login is None:
+            try:
+                self._login = _login({"user": await self._json("GET", "/user")})
+            except ForgeAuthError as exc:
+                if exc.status != 403:
+                    raise
+                self._login = ACTIONS_BOT_LOGIN
+        return self._login
+
+    async def pull_request(self, repo: str, number: int) -> PullRequest:
+        return PullRequest.from_json(await self._json("GET", f"/repos/{repo}/pulls/{number}"))
+
+    async def pull_files(self, repo: str, number: int) -> list[PullFile]:
+        return [PullFile.from_json(d) for d in await self._all_pages(f"/repos/{repo}/pulls/{number}/files")]
+
+    async def permission(self, repo: str, login: str) -> str:
+        """``admin``, ``write``, ``read`` or ``none``: whose comments and approvals count."""
+        data = await self._json("GET", f"/repos/{repo}/collaborators/{quote(login, safe='')}/permission")
+        return str(data.get("permission") or "none")
+
+    # -- the conversation (summary comment) -------------------------------------------------------
+    async def issue_comments(self, repo: str, number: int) -> list[IssueComment]:
+        return [IssueComment.from_json(d) for d in await self._all_pages(f"/repos/{repo}/issues/{number}/comments")]
+
+    async def create_issue_comment(self, repo: str, number: int, body: str) -> IssueComment:
+        data = await self._json("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+        return IssueComment.from_json(data)
+
+    async def edit_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
+        data = await self._json("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", {"body": body})
+        return IssueComment.from_json(data)
+
+    # -- reviews and inline comments ----------------------------------------------------------------
+    async def create_review(
+        self, repo: str, number: int, *, commit_id: str, body: str, event: ReviewEvent,
+        comments: Sequence[DraftComment] = (),
+    ) -> Review:  # fmt: skip
+        """Post a review with its inline comments in one call; GitHub stores all of it or none.
+
+        A 422 raises ``GitHubRefused`` whose ``errors`` say why (e.g. a line outside the diff).
+        """
+        payload = {"commit_id": commit_id, "body": body, "event": event, "comments": [c.to_json() for c in comments]}
+        return Review.from_json(await self._json("POST", f"/repos/{repo}/pulls/{number}/reviews", payload))
+
+    async def reviews(self, repo: str, number: int) -> list[Review]:
+        return [Review.from_json(d) for d in await self._all_pages(f"/repos/{repo}/pulls/{number}/reviews")]
+
+    async def dismiss_review(self, repo: str, number: int, review_id: int, message: str) -> Review:
+        """Withdraw an approval or a change request (GitHub refuses to dismiss a plain comment review)."""
+        path = f"/repos/{repo}/pulls/{number}/reviews/{review_id}/dismissals"
+        return Review.from_json(await self._json("PUT", path, {"message": message, "event": "DISMISS"}))
+
+    async def review_comments(self, repo: str, number: int) -> list[ReviewComment]:
+        return [ReviewComment.from_json(d) for d in await self._all_pages(f"/repos/{repo}/pulls/{number}/comments")]
+
+    async def reply_to_comment(self, repo: str, number: int, comment_id: int, body: str) -> ReviewComment:
+        path = f"/repos/{repo}/pulls/{number}/comments/{comment_id}/replies"
+        return ReviewComment.from_json(await self._json("POST", path, {"body": body}))
+
+    # -- threads (GraphQL only) ---------------------------------------------------------------------
+    async def review_threads(self, repo: str, number: int) -> list[ReviewThread]:
+        """Every review thread of the pull request, all pages (up to 100 comments each)."""
+        owner, _, name = repo.partition("/")
+        variables: dict[str, Any] = {"owner": owner, "name": name, "number": number, "first": self._page_size}
+        threads: list[ReviewThread] = []
+        for _ in range(_MAX_PAGES):
+            data = await self._graphql("reviewThreads", _THREADS_QUERY, variables)
+            connection = _dig(data, "repository", "pullRequest", "reviewThreads")
+            threads.extend(ReviewThread.from_json(node) for node in connection.get("nodes") or [])
+            info = connection.get("pageInfo") or {}
+            if not info.get("hasNextPage"):
+                break
+            variables = {**variables, "after": info.get("endCursor")}
+        return threads
+
+    async def resolve_thread(self, thread_id: str) -> None:
+        await self._graphql("resolveReviewThread", _RESOLVE, {"threadId": thread_id})
+
+    async def unresolve_thread(self, thread_id: str) -> None:
+        await self._graphql("unresolveReviewThread", _UNRESOLVE, {"threadId": thread_id})
+
+    async def reply_to_thread(self, thread_id: str, body: str) -> ThreadComment:
+        data = await self._graphql("addPullRequestReviewThreadReply", _REPLY, {"threadId": thread_id, "body": body})
+        return ThreadComment.from_json(_dig(data, "addPullRequestReviewThreadReply", "comment"))
+
+    # -- check runs -------------------------------------------------------------------------------
+    async def create_check_run(
+        self, repo: str, *, name: str, head_sha: str, title: str, summary: str, conclusion: str | None = None,
+        text: str | None = None, annotations: Sequence[Annotation] = (), details_url: str | None = None,
+    ) -> CheckRun:  # fmt: skip
+        """Create a check run; with ``conclusion`` it ends completed.
+
+        GitHub takes 50 annotations a request: the rest follow in PATCHes, and the run is only
+        completed by the last one, so nobody sees a finished check with half its annotations.
+        """
+        batches = _batches(annotations)
+        payload: dict[str, Any] = {
+            "name": name,
+            "head_sha": head_sha,
+            "output": _output(title, summary, text, batches[0]),
+        }
+        if details_url:
+            payload["details_url"] = details_url
+        if conclusion is not None and len(batches) == 1:
+            payload.update(status="completed", conclusion=conclusion)
+        else:
+            payload["status"] = "in_progress"
+        run = CheckRun.from_json(await self._json("POST", f"/repos/{repo}/check-runs", payload))
+        if len(batches) > 1:
+            rest = annotations[MAX_ANNOTATIONS_PER_REQUEST:]
+            run = await self.update_check_run(
+                repo, run.id, title=title, summary=summary, text=text, annotations=rest, conclusion=conclusion
+            )
+        return run
+
+    async def update_check_run(
+        self, repo: str, check_run_id: int, *, title: str, summary: str, text: str | None = None,
+        annotations: Sequence[Annotation] = (), conclusion: str | None = None,
+    ) -> CheckRun:  # fmt: skip
+        """Replace the output text and append ``annotations`` (50 a request); ``conclusion`` completes it."""
+        batches = _batches(annotations)
+        data: dict[str, Any] = {}
+        for index, batch in enumerate(batches):
+            payload: dict[str, Any] = {"output": _output(title, summary, text, batch)}
+            if conclusion is not None and index == len(batches) - 1:
+                payload.update(status="completed", conclusion=conclusion)
+            data = await self._json("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", payload)
+        return CheckRun.from_json(data)
+
+    # -- transport: pages, retries, errors ----------------------------------------------------------
+    async def _json(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = await self._request(method, path, payload=payload)
+        data = _decode(response)
+        if not isinstance(data, dict):
+            raise ForgeError(f"GitHub {method} {path}: expected a JSON object", status=response.status_code)
+        return data
+
+    async def _all_pages(self, path: str) -> list[dict[str, Any]]:
+        """GET every page, following ``Link: rel="next"`` only while it stays on the API host."""
+        items: list[dict[str, Any]] = []
+        url: str | None = path
+        params: dict[str, Any] | None = {"per_page": self._page_size}
+        for _ in range(_MAX_PAGES):
+            if url is None:
+                break
+            response = await self._request("GET", url, params=params)
+            page = _decode(response)
+            if not isinstance(page, list):
+                raise ForgeError(f"GitHub GET {path}: expected a JSON list", status=response.status_code)
+            items.extend(item for item in page if isinstance(item, dict))
+            url, params = response.links.get("next", {}).get("url"), None
+            if url is not None and not url.startswith(self._api_url + "/"):
+                raise ForgeError(f"GitHub GET {path}: the next page is outside {self._api_url}; not sending the token")
+        return items
+
+    async def _graphql(self, field: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        response = await self._request("POST", self._graphql_url, payload={"query": query, "variables": variables})
+        body = _decode(response)
+        body = body if isinstance(body, dict) else {}
+        errors = [e for e in body.get("errors") or [] if isinstance(e, dict)]
+        if errors:
+            messages = [self._scrub(str(e.get("message") or "unknown error")) for e in errors]
+            kind = errors[0].get("type")
+            text = f"GitHub GraphQL {field} failed: {'; '.join(messages)}"
+            if kind == "FORBIDDEN":
+                raise ForgeAuthError(
+                    f"{text}. A workflow GITHUB_TOKEN needs `pull-requests: write`, and `contents: write` to "
+                    f"resolve threads; otherwise check {self._token_hint}",
+                    status=403,
+                )
+            if kind == "RATE_LIMITED":
+                raise ForgeUnavailable(text)
+            raise GitHubRefused(text, errors=messages)
+        data = body.get("data")
+        if not isinstance(data, dict):
+            raise ForgeError(f"GitHub GraphQL {field}: the answer has no data", status=response.status_code)
+        return data
+
+    async def _request(
+        self, method: str, url: str, *, params: dict[str, Any] | None = None, payload: dict[str, Any] | None = None
+    ) -> httpx2.Response:
+        what = f"{method} {httpx2.URL(url).path}"
+        for attempt in range(self._max_retries + 1):
+            out_of_tries = attempt == self._max_retries
+            try:
+                response = await self._client.request(method, url, params=params, json=payload)
+            except httpx2.TransportError as exc:
+                if out_of_tries:
+                    raise ForgeUnavailable(
+                        f"GitHub {what} failed after {attempt + 1} attempts: {type(exc).__name__}"
+                    ) from exc
+                await self._sleep(self._backoff(attempt))
+                continue
+            if response.is_success:
+                return response
+            wait = self._retry_wait(response, attempt)
+            if wait is None:
+                raise self._error(what, response)
+            if out_of_tries or wait > self._max_wait_s:
+                reason = f"still failing after {attempt + 1} attempts"
+                if not out_of_tries:
+                    reason = f"retry in {wait:.0f} s is longer than {self._max_wait_s:.0f} s"
+                raise ForgeUnavailable(
+                    f"GitHub {what}: {response.status_code} {self._message(response)[0]} ({reason})",
+                    status=response.status_code,
+                )
+            await self._sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
+        """Seconds to wait before retrying this answer, or None when retrying cannot help."""
+        status, headers = response.status_code, response.headers
+        limited = status == 429 or (
+            status == 403
+            and (headers.get("x-ratelimit-remaining") == "0" or "rate limit" in self._message(response)[0].lower())
+        )
+        if limited:
+            retry_after = _number(headers.get("retry-after"))
+            if retry_after is not None:
+                return max(0.0, retry_after)
+            reset = _number(headers.get("x-ratelimit-reset"))
+            if headers.get("x-ratelimit-remaining") == "0" and reset is not None:
+                return max(0.0, reset - self._clock()) + 1.0
+            return SECONDARY_LIMIT_WAIT_S
+        if status >= 500:
+            return self._backoff(attempt)
+        return None
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(self._backoff_s * 2**attempt, self._max_wait_s))
+
+    def _error(self, what: str, response: httpx2.Response) -> ForgeError:
+        status = response.status_code
+        message, errors = self._message(response)
+        if status == 401:
+            return ForgeAuthError(
+                f"GitHub rejected the token ({what}: 401 {message}); check {self._token_hint}", status=401
+            )
+        if status == 403:
+            return ForgeAuthError(
+                f"GitHub denied {what} (403 {message}): the token lacks a permission (a workflow needs e.g. "
+                f"`pull-requests: write`; a pull_request run from a fork only gets a read-only token); "
+                f"check {self._token_hint}",
+                status=403,
+            )
+        if status >= 500:
+            return ForgeUnavailable(f"GitHub {what}: {status} {message}", status=status)
+        details = f": {'; '.join(errors)}" if errors else ""
+        return GitHubRefused(f"GitHub refused {what}: {status} {message}{details}", status=status, errors=errors)
+
+    def _message(self, response: httpx2.Response) -> tuple[str, list[str]]:
+        """GitHub's ``message`` and ``errors`` (strings or objects), scrubbed of the token."""
+        body = _decode(response, strict=False)
+        if not isinstance(body, dict):
+            return response.reason_phrase or "error", []
+        errors = [
+            e if isinstance(e, str) else str(e.get("message") or f"{e.get('field', '')} {e.get('code', '')}".strip())
+            for e in body.get("errors") or []
+            if isinstance(e, str | dict)
+        ]
+        return self._scrub(str(body.get("message") or response.reason_phrase)), [self._scrub(e) for e in errors]
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _decode(response: httpx2.Response, *, strict: bool = True) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        if not strict:
+            return None
+        raise ForgeError(f"GitHub answered {response.status_code} without JSON", status=response.status_code) from exc
+
+
+def _login(d: dict[str, Any]) -> str:
+    user = d.get("user") or {}
+    return str(user.get("login") or "") if isinstance(user, dict) else ""
+
+
+def _dig(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    for key in keys:
+        value = data.get(key)
+        if not isinstance(value, dict):
+            raise GitHubRefused(f"GitHub GraphQL: no {key!r} in the answer")
+        data = value
+    return data
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _batches(annotations: Sequence[Annotation]) -> list[Sequence[Annotation]]:
+    size = MAX_ANNOTATIONS_PER_REQUEST
+    return [annotations[i : i + size] for i in range(0, len(annotations), size)] or [()]
+
+
+def _output(title: str, summary: str, text: str | None, annotations: Sequence[Annotation]) -> dict[str, Any]:
+    output: dict[str, Any] = {"title": title, "summary": summary, "annotations": [a.to_json() for a in annotations]}
+    if text:
+        output["text"] = text
+    return output
