@@ -1,7 +1,9 @@
 """Commands only: parse flags, call the pipeline, render, exit code.
 
 Exit codes: 0 review done (and --fail-on not triggered); 1 --fail-on triggered;
-2 bad input or configuration (one-line cause on stderr); 3 no reviewer succeeded.
+2 bad input or configuration, a missing or refused forge token (one-line cause on stderr);
+3 no reviewer succeeded; 4 the forge stayed unavailable after retries (what was already
+posted is named; a re-run completes it without duplicates).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import click
 from rich.console import Console
 
 from codejury import __version__
-from codejury.config import FAIL_ON_CHOICES
+from codejury.change.types import ChangeSet
+from codejury.config import FAIL_ON_CHOICES, Settings
 from codejury.errors import CodejuryError, ConfigError, ReviewFailed
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
@@ -59,6 +62,9 @@ class ReviewFlags:
     config_file: Path | None
     remote_config: str | None
     plugins: tuple[str, ...]
+    url: str | None = None
+    publish: bool = False
+    max_inline: int = 20
 
 
 def _err(msg: str) -> None:
@@ -129,14 +135,36 @@ def cli() -> None:
     help="Fetch a JSON routing document (reviewer models, disabled providers, failback) at start-up.",
 )
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
+@click.option(
+    "--url",
+    metavar="URL",
+    help="Review a GitLab merge request through the API (token in CODEJURY_GITLAB_TOKEN) and print it.",
+)
+@click.option(
+    "--publish",
+    is_flag=True,
+    help="Post the review on the merge request (--url, or the GitLab merge request pipeline this job runs in).",
+)
+@click.option(
+    "--max-inline",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="With --publish: at most N new inline comments per run, most severe first; the rest go in the summary.",
+)
 def review_command(**flags: Any) -> None:
-    """Review a change: the current branch against its merge-base, a range, or a diff file."""
+    """Review a change: the current branch against its merge-base, a range, a diff file, or a merge request."""
+    from codejury.forges.errors import ForgeUnavailable
+
     env = dict(os.environ)
     try:
         code = asyncio.run(_review(env, ReviewFlags(**flags)))
     except ReviewFailed as exc:
         _err(f"review failed: {exc}")
         sys.exit(3)
+    except ForgeUnavailable as exc:
+        _err(str(exc))
+        sys.exit(4)
     except CodejuryError as exc:
         _err(str(exc))
         sys.exit(2)
@@ -151,6 +179,8 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
 
     if f.diff_file and (f.working_tree or f.base_ref or f.head_ref):
         raise InputError("--diff cannot be combined with --working-tree, --base or --head")
+    if f.url or f.publish:
+        return await _review_merge_request(env, f)
     pm = make_plugin_manager(f.plugins)
     sources = collect_registry(pm, "codejury_register_sources")
     renderers = collect_registry(pm, "codejury_register_renderers")
@@ -170,40 +200,109 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
         change = source.load()
         if not change.files:
             raise InputError("the change is empty: there is nothing to review")
-        table: dict[str, Any] = {}
-        if f.fail_on:
-            table["fail_on"] = f.fail_on
-        if f.reflection is not None:
-            table["reflection"] = f.reflection
-        if f.exclude:
-            table["exclude"] = list(f.exclude)
-        if f.remote_config:
-            table["remote_config"] = f.remote_config
-        config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
-        settings, notice = load_settings(
-            change,
-            env,
-            cli_table=table,
-            cli_model=f.model,
-            cli_reviewer_models=parse_assignments(f.model_for, "--model-for"),
-            config_file_text=config_text,
-        )
-        if notice:
-            _err(notice)
-        events = stack.enter_context(EventLog(f.events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
-        opts = ReviewOptions(
-            settings=settings,
-            env=env,
-            events=events,
-            warn=_err,
-            break_glass=f.break_glass,
-            dry_run=f.dry_run,
-            plugins=f.plugins,
-            notices=(notice,) if notice else (),
-        )
+        settings, opts = _options(change, env, f, stack)
         result = await review(change, opts)
     fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
     _emit(result, fmt, f.output, renderers)
+    if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
+        return 1
+    return 0
+
+
+def _options(
+    change: ChangeSet, env: dict[str, str], f: ReviewFlags, stack: ExitStack
+) -> tuple[Settings, ReviewOptions]:
+    """Layered settings for ``change`` and the options of its review (the event log joins ``stack``)."""
+    table: dict[str, Any] = {}
+    if f.fail_on:
+        table["fail_on"] = f.fail_on
+    if f.reflection is not None:
+        table["reflection"] = f.reflection
+    if f.exclude:
+        table["exclude"] = list(f.exclude)
+    if f.remote_config:
+        table["remote_config"] = f.remote_config
+    config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
+    settings, notice = load_settings(
+        change,
+        env,
+        cli_table=table,
+        cli_model=f.model,
+        cli_reviewer_models=parse_assignments(f.model_for, "--model-for"),
+        config_file_text=config_text,
+    )
+    if notice:
+        _err(notice)
+    events = stack.enter_context(EventLog(f.events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
+    opts = ReviewOptions(
+        settings=settings,
+        env=env,
+        events=events,
+        warn=_err,
+        break_glass=f.break_glass,
+        dry_run=f.dry_run,
+        plugins=f.plugins,
+        notices=(notice,) if notice else (),
+    )
+    return settings, opts
+
+
+async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
+    """``--url`` / ``--publish``: review a GitLab merge request through its API, print it, maybe post it."""
+    from dataclasses import replace
+
+    from codejury.errors import InputError
+    from codejury.forges.errors import ForgeError
+    from codejury.forges.gitlab import GitLabMergeRequest, target_from_env, target_from_url
+    from codejury.forges.publish import PlanOptions, PreviousState, PublishPlan, plan_publish
+
+    if f.diff_file or f.working_tree or f.base_ref or f.head_ref:
+        raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
+    if f.publish and f.dry_run:
+        raise InputError("--dry-run posts nothing: drop --publish")
+    target = target_from_url(f.url, env) if f.url else target_from_env(env)
+    if target is None:
+        raise InputError("--publish needs --url URL, or a GitLab merge request pipeline (merge_request_event)")
+    renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
+    async with GitLabMergeRequest(target, env=env, warn=_err) as mr:
+        try:
+            with ExitStack() as stack:
+                change = await mr.load_change()
+                if not change.files:
+                    raise InputError("the merge request has no changes: there is nothing to review")
+                settings, opts = _options(change, env, f, stack)
+                previous = await mr.load_previous() if f.publish else PreviousState()
+                try:
+                    result = await review(change, opts)
+                except ReviewFailed as exc:
+                    if f.publish:
+                        await mr.publish_failure(previous, f"no reviewer succeeded ({exc})", mr.head_sha)
+                        _err(f"posted the failure note on {mr.web_url}")
+                    raise
+                fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
+                _emit(result, fmt, f.output, renderers)
+                if f.publish and isinstance(result, Review):
+                    options = PlanOptions(
+                        head_sha=mr.head_sha,
+                        max_inline=f.max_inline,
+                        approve=settings.approve,
+                        break_glass_by=mr.break_glass_by,
+                        break_glass_ignored=mr.break_glass_ignored,
+                        line_url=mr.line_url,
+                    )
+                    plan = plan_publish(result, change.files, previous, options)
+
+                    def replan(refused: frozenset[str], notices: tuple[str, ...]) -> PublishPlan:
+                        again = replace(options, refused=refused, notices=notices)
+                        return plan_publish(result, change.files, previous, again)
+
+                    posted = await mr.publish(plan, replan)
+                    opts.events.emit("published", forge="gitlab", posted=len(posted), approval=plan.approval)
+                    _err(f"published on {mr.web_url}: {', '.join(posted) if posted else 'nothing new to post'}")
+        except ForgeError as exc:
+            done = f"; already posted: {', '.join(mr.posted)}" if mr.posted else "; nothing was posted"
+            message = f"{exc}{done} (a re-run completes it without duplicates)" if mr.posted else f"{exc}{done}"
+            raise type(exc)(message, status=exc.status) from exc
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0

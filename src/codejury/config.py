@@ -77,6 +77,8 @@ class Settings:
     remote_config: str | None = None
     plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     model_source: str = "default"
+    approve: bool = True
+    """False: on a forge, publish comments only, never approve or withdraw an approval."""
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:
@@ -121,6 +123,7 @@ def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Se
         "breaker_cooldown_s",
         "remote_config",
         "plugins",
+        "approve",
     }
     unknown = sorted(set(table) - known)
     if unknown:
@@ -175,7 +178,11 @@ def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Se
     exclude = table.get("exclude", list(base.exclude))
     if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
         raise ConfigError(f"{where}: exclude must be a list of glob strings")
+    approve = table.get("approve", base.approve)
+    if not isinstance(approve, bool):
+        raise ConfigError(f"{where}: approve must be true or false")
     return Settings(
+        approve=approve,
         models=models,
         reviewer_models=reviewer_models,
         disabled_reviewers=frozenset(disabled),

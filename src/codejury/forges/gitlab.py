@@ -1,0 +1,399 @@
+"""The GitLab merge-request bot: find the MR, load it as a change, read back and publish reviews.
+
+- ``GitLabTarget``: the API URL, project, MR iid and token (``CODEJURY_GITLAB_TOKEN`` only),
+  from an MR URL (``target_from_url``) or a merge request pipeline's variables
+  (``target_from_env``).
+- ``GitLabMergeRequest`` (a ``publish.Forge``): ``load_change`` reads the MR (full description),
+  its diff and the humans' comments; a ``break glass`` comment counts only from a member with
+  Developer access or more who is not the bot (the others are dropped and named in the
+  summary). The head checkout is used as the tools' root only in CI when its HEAD is the MR's
+  head commit; repository config is then not read from it (it is the MR's own text).
+  ``load_previous`` reads the bot's summary and threads; markers are trusted only on notes the
+  token's own user wrote. ``publish`` posts inline threads first (4 at a time), resolves the
+  fixed and dismissed threads, sets the approval, and edits or creates the summary last, so a
+  run that dies halfway is completed by the next: everything already there is found by its
+  marker and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import quote, urlsplit
+
+from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, FileChange
+from codejury.errors import InputError
+from codejury.forges.errors import ForgeError, ForgeRefused
+from codejury.forges.gitlab_api import (
+    TOKEN_ENV,
+    DiffRefs,
+    Discussion,
+    GitLabAPI,
+    GitLabUser,
+    MergeRequest,
+    MRDiff,
+    position_for,
+)
+from codejury.forges.markers import trusted_finding, trusted_summary
+from codejury.forges.publish import (
+    WONT_FIX,
+    PreviousState,
+    PreviousThread,
+    PublishPlan,
+    Replan,
+    Reply,
+    failure_note,
+)
+from codejury.pipeline import BREAK_GLASS_RE
+
+DEVELOPER = 30
+CONCURRENCY = 4
+_MR_URL = re.compile(r"^(?P<project>.+?)/-/merge_requests/(?P<iid>\d+)(?:/.*)?$")
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class GitLabTarget:
+    """One merge request on one GitLab, and the token to act there (never printed)."""
+
+    api_url: str
+    project: int | str
+    iid: int
+    token: str = field(repr=False)
+    in_ci: bool = False
+
+
+def gitlab_token(env: Mapping[str, str]) -> str:
+    token = env.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise InputError(
+            f"{TOKEN_ENV} is not set: create a project access token (api scope, Developer role) "
+            "and put it in that variable"
+        )
+    return token
+
+
+def target_from_url(url: str, env: Mapping[str, str]) -> GitLabTarget:
+    """``https://host/group/sub/project/-/merge_requests/42`` → API ``https://host/api/v4``, ``group/sub/project``."""
+    parts = urlsplit(url.strip())
+    match = _MR_URL.match(parts.path.strip("/"))
+    if parts.scheme not in ("http", "https") or not parts.netloc or match is None:
+        raise InputError(
+            f"not a GitLab merge request URL: {url!r} (expected https://HOST/GROUP/PROJECT/-/merge_requests/N)"
+        )
+    api_url = f"{parts.scheme}://{parts.netloc}/api/v4"
+    return GitLabTarget(api_url, match["project"], int(match["iid"]), gitlab_token(env))
+
+
+def target_from_env(env: Mapping[str, str]) -> GitLabTarget | None:
+    """The MR of a GitLab merge request pipeline, or None when this is not one."""
+    if env.get("CI_PIPELINE_SOURCE") != "merge_request_event":
+        return None
+    api_url, project, iid = (
+        env.get(k, "") for k in ("CI_API_V4_URL", "CI_MERGE_REQUEST_PROJECT_ID", "CI_MERGE_REQUEST_IID")
+    )
+    if not (api_url and project and iid.isdigit()):
+        raise InputError(
+            "a merge request pipeline without CI_API_V4_URL, CI_MERGE_REQUEST_PROJECT_ID or CI_MERGE_REQUEST_IID"
+        )
+    ref: int | str = int(project) if project.isdigit() else project
+    return GitLabTarget(api_url, ref, int(iid), gitlab_token(env), in_ci=True)
+
+
+class _NoBase(BaseReader):
+    """The base side, unknown: repository config and instructions are never read from the MR's head."""
+
+    def read_text(self, path: str) -> str | None:
+        return None
+
+    def list_dir(self, directory: str) -> list[str]:
+        return []
+
+
+def _checkout_root(env: Mapping[str, str], head_sha: str) -> Path | None:
+    directory = env.get("CI_PROJECT_DIR")
+    if not directory or not head_sha:
+        return None
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(directory) if result.returncode == 0 and result.stdout.strip() == head_sha else None
+
+
+def _file_change(diff: MRDiff) -> FileChange:
+    try:
+        return diff.file_change()
+    except (IndexError, ValueError, ForgeError, InputError):
+        status = "added" if diff.new_file else "deleted" if diff.deleted_file else "modified"
+        path = diff.old_path if diff.deleted_file else diff.new_path
+        return FileChange(path=path, old_path=diff.old_path, status=status)  # type: ignore[arg-type]
+
+
+class GitLabMergeRequest:
+    """The bot on one merge request; use ``async with`` (it asks GitLab who the token is first)."""
+
+    def __init__(
+        self,
+        target: GitLabTarget,
+        *,
+        env: Mapping[str, str] | None = None,
+        warn: Warn = lambda _: None,
+        api: GitLabAPI | None = None,
+    ) -> None:
+        self.target = target
+        self.env = dict(env or {})
+        self.warn = warn
+        self.api = api or GitLabAPI(target.api_url, target.token)
+        self.posted: list[str] = []
+        self.break_glass_by: tuple[str, ...] = ()
+        self.break_glass_ignored: tuple[str, ...] = ()
+        self._me: GitLabUser | None = None
+        self._mr: MergeRequest | None = None
+        self._refs: DiffRefs | None = None
+        self._files: dict[str, FileChange] = {}
+        self._previous = PreviousState()
+        self._levels: dict[int, int | None] = {}
+
+    async def __aenter__(self) -> GitLabMergeRequest:
+        try:
+            self._me = await self.api.current_user()
+        except BaseException:
+            await self.api.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.api.close()
+
+    @property
+    def me(self) -> GitLabUser:
+        if self._me is None:
+            raise RuntimeError("use GitLabMergeRequest with async with")
+        return self._me
+
+    @property
+    def head_sha(self) -> str:
+        return self._refs.head_sha if self._refs else ""
+
+    @property
+    def web_url(self) -> str:
+        return self._mr.web_url if self._mr else ""
+
+    def line_url(self, path: str, start: int, end: int) -> str | None:
+        if self._mr is None or "/-/merge_requests/" not in self._mr.web_url:
+            return None
+        project = self._mr.web_url.split("/-/merge_requests/", 1)[0]
+        lines = f"L{start}" if end <= start else f"L{start}-{end}"
+        return f"{project}/-/blob/{self.head_sha}/{quote(path)}#{lines}"
+
+    async def _level(self, user: GitLabUser) -> int | None:
+        if user.id not in self._levels:
+            self._levels[user.id] = await self.api.member_access_level(self.target.project, user.id)
+        return self._levels[user.id]
+
+    async def _can_write(self, user: GitLabUser) -> bool:
+        return user.id != self.me.id and (await self._level(user) or 0) >= DEVELOPER
+
+    # -- reading ---------------------------------------------------------------------------------
+    async def load_change(self) -> ChangeSet:
+        project, iid = self.target.project, self.target.iid
+        self._mr = await self.api.merge_request(project, iid)
+        self._refs = await self.api.latest_version(project, iid)
+        files = tuple(_file_change(d) for d in await self.api.diffs(project, iid))
+        self._files = {f.path: f for f in files}
+        comments: list[str] = []
+        allowed: list[str] = []
+        ignored: list[str] = []
+        for note in await self.api.notes(project, iid):
+            if note.system or note.author.id == self.me.id:
+                continue
+            if BREAK_GLASS_RE.search(note.body):
+                names = allowed if await self._can_write(note.author) else ignored
+                if note.author.username not in names:
+                    names.append(note.author.username)
+                if names is ignored:
+                    continue
+            comments.append(note.body)
+        self.break_glass_by, self.break_glass_ignored = tuple(allowed), tuple(ignored)
+        root = _checkout_root(self.env, self.head_sha) if self.target.in_ci else None
+        meta = ChangeMeta(
+            title=self._mr.title,
+            description=self._mr.description,
+            author=self._mr.author.username,
+            comments=tuple(comments),
+            base_ref=self._mr.target_branch,
+            head_ref=self._mr.source_branch,
+        )
+        return ChangeSet(files=files, meta=meta, root=root, base=_NoBase())
+
+    async def load_previous(self) -> PreviousState:
+        project, iid = self.target.project, self.target.iid
+        summary: tuple[int, str] | None = None
+        state = None
+        threads: list[PreviousThread] = []
+        for discussion in await self.api.discussions(project, iid):
+            first = discussion.notes[0] if discussion.notes else None
+            if first is None or first.author.id != self.me.id:
+                continue
+            found = trusted_summary(first.body, author_id=first.author.id, bot_id=self.me.id)
+            if found is not None and summary is None:
+                summary, state = (first.id, first.body), found
+                continue
+            key = trusted_finding(first.body, author_id=first.author.id, bot_id=self.me.id)
+            if key is not None and first.position:
+                threads.append(await self._thread(discussion, key))
+        approvals = await self.api.approval_state(project, iid)
+        self._previous = PreviousState(
+            summary_id=summary[0] if summary else None,
+            summary_body=summary[1] if summary else None,
+            state=state,
+            threads=tuple(threads),
+            bot_approved=any(u.id == self.me.id for u in approvals.approved_by),
+        )
+        return self._previous
+
+    async def _thread(self, discussion: Discussion, key: str) -> PreviousThread:
+        first = discussion.notes[0]
+        position = first.position or {}
+        end = int(position.get("new_line") or 0)
+        start_info = (position.get("line_range") or {}).get("start") or {}
+        start = int(start_info.get("new_line") or end)
+        replies = []
+        for note in discussion.notes[1:]:
+            is_bot = note.author.id == self.me.id
+            can_write = not is_bot and bool(WONT_FIX.match(note.body)) and await self._can_write(note.author)
+            replies.append(Reply(note.author.username, note.body, is_bot=is_bot, can_write=can_write))
+        bot_replied = any(r.is_bot for r in replies)
+        return PreviousThread(
+            id=discussion.id,
+            key=key,
+            path=str(position.get("new_path") or position.get("old_path") or ""),
+            start_line=start,
+            end_line=end,
+            resolved=discussion.resolved,
+            resolved_by_human=discussion.resolved and not bot_replied,
+            replies=tuple(replies),
+        )
+
+    # -- publishing ------------------------------------------------------------------------------
+    async def _bounded(self, jobs: list[Callable[[], Awaitable[None]]]) -> None:
+        """Run ``jobs`` at most CONCURRENCY at a time; all run to the end, then the first error is raised."""
+        gate = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(job: Callable[[], Awaitable[None]]) -> None:
+            async with gate:
+                await job()
+
+        results = await asyncio.gather(*(one(j) for j in jobs), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
+        """Inline threads, then resolutions, then approval, then the summary (see the module docstring)."""
+        project, iid = self.target.project, self.target.iid
+        refused: set[str] = set()
+        notices: list[str] = []
+
+        def post(comment_index: int) -> Callable[[], Awaitable[None]]:
+            comment = plan.inline[comment_index]
+
+            async def run() -> None:
+                change = self._files.get(comment.finding.path)
+                refs = self._refs
+                position = position_for(refs, change, comment.start_line, comment.end_line) if change and refs else None
+                if position is None:
+                    refused.add(comment.fingerprint)
+                    return
+                try:
+                    await self.api.create_discussion(project, iid, comment.body, position)
+                except ForgeRefused as exc:
+                    if exc.status != 400:
+                        raise
+                    refused.add(comment.fingerprint)
+                    where = f"{comment.finding.path}:{comment.end_line}"
+                    self.warn(f"GitLab refused the inline comment on {where}: moved to the summary")
+                    return
+                self.posted.append(f"inline comment on {comment.finding.path}:{comment.end_line}")
+
+            return run
+
+        await self._bounded([post(i) for i in range(len(plan.inline))])
+        threads = {t.id: t for t in self._previous.threads}
+
+        def settle(index: int) -> Callable[[], Awaitable[None]]:
+            update = plan.resolve[index]
+
+            async def run() -> None:
+                thread = threads.get(update.thread_id)
+                if thread is None or not thread.bot_said(update.note):
+                    await self.api.reply(project, iid, update.thread_id, update.note)
+                await self.api.resolve_discussion(project, iid, update.thread_id)
+                self.posted.append(f"resolved a thread ({update.reason})")
+
+            return run
+
+        await self._bounded([settle(i) for i in range(len(plan.resolve))])
+        notices += await self._approval(plan)
+        if refused or notices:
+            plan = replan(frozenset(refused), tuple(notices))
+        previous = self._previous
+        unchanged = not plan.summary_changed and all(n in (previous.summary_body or "") for n in notices)
+        if previous.summary_id is not None and not unchanged and plan.summary != previous.summary_body:
+            await self.api.edit_note(project, iid, int(previous.summary_id), plan.summary)
+            self.posted.append("summary comment (edited)")
+        elif previous.summary_id is None:
+            await self.api.create_note(project, iid, plan.summary)
+            self.posted.append("summary comment")
+        return list(self.posted)
+
+    async def _approval(self, plan: PublishPlan) -> list[str]:
+        project, iid = self.target.project, self.target.iid
+        if plan.approval == "approve":
+            try:
+                await self.api.approve(project, iid, sha=self.head_sha or None)
+            except ForgeRefused as exc:
+                if exc.status not in (401, 409):
+                    raise
+                self.warn(f"warning: could not approve: {exc}")
+                why = "a newer commit was pushed" if exc.status == 409 else "GitLab refused the approval (401)"
+                return [f"codejury could not approve this merge request: {why}."]
+            self.posted.append("approval")
+        elif plan.approval == "unapprove":
+            try:
+                await self.api.unapprove(project, iid)
+            except ForgeRefused as exc:
+                if exc.status != 404:
+                    raise
+            else:
+                self.posted.append("approval withdrawn")
+        return []
+
+    async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
+        """The short failure note in place of the summary; withdraw an earlier approval."""
+        project, iid = self.target.project, self.target.iid
+        body, _ = failure_note(previous, message, head_sha or self.head_sha)
+        if previous.bot_approved:
+            try:
+                await self.api.unapprove(project, iid)
+                self.posted.append("approval withdrawn")
+            except ForgeRefused as exc:
+                if exc.status != 404:
+                    raise
+        if previous.summary_id is None:
+            await self.api.create_note(project, iid, body)
+            self.posted.append("failure note")
+        elif previous.summary_body != body:
+            await self.api.edit_note(project, iid, int(previous.summary_id), body)
+            self.posted.append("failure note (summary edited)")
+        return list(self.posted)

@@ -1,0 +1,542 @@
+"""What to publish on a merge request, planned without any I/O (shared by every forge adapter).
+
+``plan_publish(review, files, previous, options)`` turns a new review, the change's diff and
+what the bot published before into a ``PublishPlan``: the summary comment, the new inline
+threads, the threads to resolve with their one-line note, the threads kept as they are, the
+findings that only the summary lists, the approval action and the counts of a re-review.
+An adapter (``forges/gitlab.py``; a GitHub one implements the same ``Forge`` protocol) reads
+the previous state, posts the plan and, when the forge refuses to anchor a comment, plans
+again with that finding in ``PlanOptions.refused`` so it moves to the summary.
+
+Matching across runs is by fingerprint (``codejury.fingerprint``). Each inline thread's
+marker carries a *thread key* ``<fingerprint>:<severity>:<code digest>``: the severity lets a
+later run see that a finding got materially worse, the digest (of the new-side text of the
+commented lines) lets it see whether those lines changed, wherever they moved. The rules:
+
+- reported again → the thread is kept, never posted twice;
+- not reported, and the commented lines changed or the file left the diff → fixed: resolved
+  with a note; not reported but the lines are unchanged → it stays open (a reviewer missing
+  it this time is not a fix);
+- resolved by a human → left alone, unless the finding is now more severe (a new thread);
+- a human with write access replied "won't fix" / "wontfix" / "acknowledged" / "ack" →
+  dismissed: resolved, remembered in the summary's state, not raised again unless worse.
+
+Every piece of model-written or human text goes through ``safety.safe_text`` / ``safe_line``;
+every body is checked with ``safety.check_published`` and a problem left is a bug
+(``UnsafeBody``), never published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
+
+from codejury.change.types import ChangeSet, FileChange
+from codejury.findings import SEVERITY_RANK, Finding, Review, ReviewerReport, Severity
+from codejury.fingerprint import unique_fingerprints
+from codejury.forges.markers import (
+    FindingStatus,
+    SummaryState,
+    finding_marker,
+    summary_marker,
+    with_marker,
+)
+from codejury.forges.safety import check_published, inline_code, safe_line, safe_text, suggestion_block
+from codejury.judge.verdict import VCS_ACTION
+from codejury.render import SEVERITY_LABELS, format_cost, format_duration, group_by_section, location
+from codejury.render.markdown import VERDICT_HEADLINES
+
+ApprovalAction = Literal["approve", "unapprove", "none"]
+LineUrl = Callable[[str, int, int], str | None]
+Replan = Callable[[frozenset[str], tuple[str, ...]], "PublishPlan"]
+"""Plan again with these fingerprints refused by the forge and these notices for the summary."""
+WONT_FIX = re.compile(r"^\s*(?:won['’]?t\s*fix|wontfix|acknowledged|ack)\b", re.IGNORECASE)
+_SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "suggestion")
+
+
+class UnsafeBody(AssertionError):
+    """A planned body failed ``check_published``: a bug in codejury, never published."""
+
+
+# -- what a forge tells us about the previous runs -----------------------------------------------------
+@dataclass(frozen=True)
+class Reply:
+    """A reply in one of the bot's threads."""
+
+    author: str
+    body: str
+    is_bot: bool = False
+    can_write: bool = False
+    """The author has write (Developer) access: only then can a reply dismiss a finding."""
+
+
+@dataclass(frozen=True)
+class PreviousThread:
+    """One inline thread the bot opened (its marker trusted: the note is the bot's own)."""
+
+    id: str
+    key: str
+    path: str
+    start_line: int
+    end_line: int
+    resolved: bool = False
+    resolved_by_human: bool = False
+    replies: tuple[Reply, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        return split_thread_key(self.key)[0]
+
+    @property
+    def severity(self) -> Severity | None:
+        return split_thread_key(self.key)[1]
+
+    @property
+    def digest(self) -> str | None:
+        return split_thread_key(self.key)[2]
+
+    def dismissed_by(self) -> str | None:
+        """The human (with write access) whose reply dismissed this finding, or None."""
+        for reply in self.replies:
+            if not reply.is_bot and reply.can_write and WONT_FIX.match(reply.body):
+                return reply.author
+        return None
+
+    def bot_said(self, note: str) -> bool:
+        return any(r.is_bot and r.body == note for r in self.replies)
+
+
+@dataclass(frozen=True)
+class PreviousState:
+    """What the bot published on this merge request before (all empty on a first review)."""
+
+    summary_id: int | str | None = None
+    summary_body: str | None = None
+    state: SummaryState | None = None
+    threads: tuple[PreviousThread, ...] = ()
+    bot_approved: bool = False
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    head_sha: str
+    max_inline: int = 20
+    approve: bool = True
+    """False: comments only, never approve or withdraw an approval (config ``approve = false``)."""
+    break_glass_by: tuple[str, ...] = ()
+    break_glass_ignored: tuple[str, ...] = ()
+    line_url: LineUrl | None = None
+    suggestion_offsets: bool = True
+    """GitLab: a multi-line suggestion names the lines above the commented one (``suggestion:-N+0``)."""
+    refused: frozenset[str] = frozenset()
+    """Fingerprints whose inline comment the forge refused: listed in the summary instead."""
+    notices: tuple[str, ...] = ()
+    """Lines the adapter wants stated in the summary (its own text, e.g. 'could not approve')."""
+
+
+# -- the plan -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InlineComment:
+    fingerprint: str
+    key: str
+    finding: Finding
+    start_line: int
+    end_line: int
+    body: str
+
+
+@dataclass(frozen=True)
+class ThreadUpdate:
+    """Reply ``note`` in a thread (unless the bot already said it) and resolve it."""
+
+    thread_id: str
+    note: str
+    reason: Literal["fixed", "dismissed"]
+
+
+@dataclass(frozen=True)
+class PublishPlan:
+    summary: str
+    state: SummaryState
+    inline: tuple[InlineComment, ...]
+    resolve: tuple[ThreadUpdate, ...]
+    kept: tuple[str, ...]
+    summary_only: tuple[tuple[Finding, str], ...]
+    approval: ApprovalAction
+    fixed: int
+    still_open: int
+    new: int
+    summary_changed: bool
+    """False when the previous summary already carries this exact state: nothing to edit."""
+
+
+class Forge(Protocol):
+    """A forge adapter: reads the change and the bot's previous state, publishes a plan."""
+
+    async def load_change(self) -> ChangeSet:
+        """The merge request as a change set (diff, metadata, human comments)."""
+        ...
+
+    async def load_previous(self) -> PreviousState:
+        """The bot's own summary and threads, trusted only on notes written by the bot."""
+        ...
+
+    async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
+        """Post ``plan`` (inline first, summary last); returns what was posted, one line each."""
+        ...
+
+    async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
+        """Post the short failure note of a review in which no reviewer succeeded."""
+        ...
+
+
+# -- thread keys and anchors --------------------------------------------------------------------------
+def thread_key(fingerprint: str, severity: Severity, digest: str) -> str:
+    return f"{fingerprint}:{severity}:{digest}"
+
+
+def split_thread_key(key: str) -> tuple[str, Severity | None, str | None]:
+    """``(fingerprint, severity, digest)``; a bare fingerprint gives ``(key, None, None)``."""
+    parts = key.split(":")
+    if len(parts) == 3 and parts[1] in _SEVERITIES:
+        severity = next(s for s in _SEVERITIES if s == parts[1])
+        return parts[0], severity, parts[2]
+    return key, None, None
+
+
+def _shown_lines(change: FileChange) -> dict[int, tuple[int, str]]:
+    """New-side line number -> (hunk index, text) for every added or context line."""
+    return {
+        line.new_no: (index, line.text)
+        for index, hunk in enumerate(change.hunks)
+        for line in hunk.lines
+        if line.new_no is not None
+    }
+
+
+def anchor(change: FileChange, start: int, end: int) -> tuple[int, int] | None:
+    """The commentable part of ``start..end``: shown lines inside the hunk of the last one shown."""
+    lines = _shown_lines(change)
+    shown = [n for n in range(start, max(start, end) + 1) if n in lines]
+    if not shown:
+        return None
+    hunk = lines[shown[-1]][0]
+    first = next(n for n in shown if lines[n][0] == hunk)
+    return first, shown[-1]
+
+
+def code_digest(texts: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(t.rstrip() for t in texts).encode("utf-8")).hexdigest()[:12]
+
+
+def _lines_unchanged(thread: PreviousThread, files: Mapping[str, FileChange]) -> bool:
+    """Whether the thread's lines still appear, unchanged, in the diff (anywhere in the file)."""
+    change = files.get(thread.path)
+    if change is None or change.status == "deleted":
+        return False  # the file went away, or left the diff: its flagged lines changed
+    if thread.digest is None:
+        return True  # a key without a digest: no way to tell, so never call it fixed
+    lines = _shown_lines(change)
+    size = max(1, thread.end_line - thread.start_line + 1)
+    for first in sorted(lines):
+        window = [lines.get(n) for n in range(first, first + size)]
+        if all(w is not None for w in window) and code_digest([w[1] for w in window if w]) == thread.digest:
+            return True
+    return False
+
+
+# -- planning ---------------------------------------------------------------------------------------
+def _rank(severity: str | None) -> int:
+    return SEVERITY_RANK.get(severity or "", 0)
+
+
+def _succeeded(review: Review) -> bool:
+    return any(r.status == "ok" for r in review.reviewers)
+
+
+def approval_action(review: Review, *, approve: bool, bot_approved: bool) -> ApprovalAction:
+    """DESIGN.md's rubric as a forge action; an unjudged or reviewer-less review never approves."""
+    if not approve:
+        return "none"
+    wants = "approve" if review.break_glass else VCS_ACTION[review.verdict]
+    if wants == "approve" and (review.break_glass or (review.judged and _succeeded(review))):
+        return "none" if bot_approved else "approve"
+    return "unapprove" if bot_approved else "none"
+
+
+@dataclass
+class _Tally:
+    statuses: dict[str, FindingStatus] = field(default_factory=dict)
+    resolve: list[ThreadUpdate] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    fixed: list[PreviousThread] = field(default_factory=list)
+    lingering: list[PreviousThread] = field(default_factory=list)
+    dismissed: dict[str, str] = field(default_factory=dict)  # fingerprint -> who
+
+
+def _review_threads(
+    current: Mapping[str, Finding], files: Mapping[str, FileChange], previous: PreviousState, head_sha: str
+) -> _Tally:
+    tally = _Tally(statuses=dict(previous.state.findings) if previous.state else {})
+    by_fp: dict[str, list[PreviousThread]] = {}
+    for thread in previous.threads:
+        by_fp.setdefault(thread.fingerprint, []).append(thread)
+    for fp, threads in by_fp.items():
+        finding = current.get(fp)
+        dismissals = [(t, w) for t in threads if (w := t.dismissed_by())]
+        worst = max((_rank(t.severity) for t, _ in dismissals), default=0)
+        who = dismissals[0][1] if dismissals else None
+        if who and (finding is None or _rank(finding.severity) <= worst):
+            tally.statuses[fp] = "dismissed"
+            tally.dismissed[fp] = who
+            note = (
+                f"Dismissed after the reply by {safe_line(who)}: "
+                "codejury will not raise this again unless it gets worse."
+            )
+            tally.resolve += [ThreadUpdate(t.id, note, "dismissed") for t in threads if not t.resolved]
+            continue
+        if finding is not None:
+            tally.kept += [t.id for t in threads]
+            continue
+        for thread in threads:
+            if thread.resolved:
+                continue
+            if _lines_unchanged(thread, files):
+                tally.lingering.append(thread)
+                tally.statuses[fp] = "open"
+            else:
+                note = (
+                    f"Fixed in {inline_code(head_sha[:12])}: "
+                    "the flagged lines changed and the finding is no longer reported."
+                )
+                tally.resolve.append(ThreadUpdate(thread.id, note, "fixed"))
+                tally.fixed.append(thread)
+                tally.statuses[fp] = "fixed"
+    return tally
+
+
+def _covered(fp: str, finding: Finding, threads: Sequence[PreviousThread]) -> bool:
+    """An open or human-resolved thread already says this, at least as severely."""
+    covering = [t for t in threads if t.fingerprint == fp and (not t.resolved or t.resolved_by_human)]
+    return any(_rank(t.severity) >= _rank(finding.severity) or t.severity is None for t in covering)
+
+
+def plan_publish(
+    review: Review, files: Sequence[FileChange], previous: PreviousState, options: PlanOptions
+) -> PublishPlan:
+    """The whole publishing plan for ``review``; see the module docstring for the rules."""
+    by_path = {f.path: f for f in files}
+    fps = unique_fingerprints(review.findings)
+    current = dict(zip(fps, review.findings, strict=True))
+    prev_status = dict(previous.state.findings) if previous.state else {}
+    tally = _review_threads(current, by_path, previous, options.head_sha)
+    inline_candidates: list[tuple[str, Finding, tuple[int, int]]] = []
+    summary_only: list[tuple[Finding, str]] = []
+    shown: list[tuple[str, Finding]] = []
+    new = still_open = 0
+    for fp, finding in current.items():
+        if tally.statuses.get(fp) == "dismissed" and fp in tally.dismissed:
+            continue
+        if prev_status.get(fp) == "dismissed" and fp not in tally.dismissed:
+            dismissed = [t for t in previous.threads if t.fingerprint == fp and t.dismissed_by()]
+            if not dismissed or _rank(finding.severity) <= max(_rank(t.severity) for t in dismissed):
+                continue
+        tally.statuses[fp] = "open"
+        shown.append((fp, finding))
+        if prev_status.get(fp) == "open":
+            still_open += 1
+        else:
+            new += 1
+        if _covered(fp, finding, previous.threads):
+            continue
+        change = by_path.get(finding.path)
+        spot = anchor(change, finding.start_line, finding.end_line) if change else None
+        if spot is None or fp in options.refused:
+            reason = "refused by the forge" if fp in options.refused else "outside the diff"
+            summary_only.append((finding, reason))
+        else:
+            inline_candidates.append((fp, finding, spot))
+    still_open += len(tally.lingering)
+    inline_candidates.sort(key=lambda c: (-_rank(c[1].severity), -c[1].confidence, c[1].path, c[1].start_line))
+    limit = max(0, options.max_inline)
+    summary_only += [(f, f"over the cap of {limit} inline comments") for _, f, _ in inline_candidates[limit:]]
+    inline = tuple(_inline(fp, f, spot, by_path[f.path], options) for fp, f, spot in inline_candidates[:limit])
+    state = SummaryState(head_sha=options.head_sha, findings=tally.statuses, verdict=review.verdict)
+    approval = approval_action(review, approve=options.approve, bot_approved=previous.bot_approved)
+    plan = PublishPlan(
+        summary="",
+        state=state,
+        inline=inline,
+        resolve=tuple(tally.resolve),
+        kept=tuple(tally.kept),
+        summary_only=tuple(summary_only),
+        approval=approval,
+        fixed=len(tally.fixed),
+        still_open=still_open,
+        new=new,
+        summary_changed=previous.state != state or bool(options.refused) or previous.summary_id is None,
+    )
+    body = _summary(review, files, plan, previous, options, shown, tally)
+    return replace(plan, summary=body)
+
+
+def _inline(
+    fp: str, finding: Finding, spot: tuple[int, int], change: FileChange, options: PlanOptions
+) -> InlineComment:
+    lines = _shown_lines(change)
+    digest = code_digest([lines[n][1] for n in range(spot[0], spot[1] + 1)])
+    key = thread_key(fp, finding.severity, digest)
+    label = SEVERITY_LABELS.get(finding.severity, finding.severity)
+    parts = [f"**{label}** · {safe_line(finding.category)} · **{safe_line(finding.title)}**", ""]
+    body = safe_text(finding.body).strip()
+    if body:
+        parts += [body, ""]
+    whole = spot == (finding.start_line, finding.end_line)
+    if finding.suggestion is not None and whole:
+        above = spot[1] - spot[0] if options.suggestion_offsets else 0
+        parts += ["Suggested change:", "", suggestion_block(finding.suggestion, lines_above=above), ""]
+    elif finding.suggestion is not None and finding.suggestion.strip():
+        parts += ["Suggested code:", "", _code(finding.suggestion), ""]
+    parts.append(f"<sub>codejury · {safe_line(finding.reviewer)} · confidence {finding.confidence:.0%}</sub>")
+    text = checked(with_marker(finding_marker(key), "\n".join(parts)))
+    return InlineComment(fp, key, finding, spot[0], spot[1], text)
+
+
+def _code(text: str) -> str:
+    from codejury.forges.safety import safe_code
+
+    return safe_code(text)
+
+
+def checked(body: str) -> str:
+    """``body`` if ``check_published`` finds nothing; otherwise ``UnsafeBody`` (a bug, never posted)."""
+    problems = check_published(body)
+    if problems:
+        raise UnsafeBody("refusing to publish an unsafe body: " + "; ".join(problems[:5]))
+    return body
+
+
+# -- the summary ------------------------------------------------------------------------------------
+def _link(finding: Finding, options: PlanOptions) -> str:
+    text = inline_code(location(finding))
+    url = options.line_url(finding.path, finding.start_line, finding.end_line) if options.line_url else None
+    return f"[{text}]({url})" if url else text
+
+
+def _reviewer_lines(review: Review) -> list[str]:
+    reports: list[ReviewerReport] = [*review.reviewers, *([review.coordinator] if review.coordinator else [])]
+    out = []
+    for r in reports:
+        if r.status == "failed":
+            out.append(f"- {safe_line(r.name)} failed: {safe_line(r.error or 'no reason given')}")
+        elif r.status == "skipped" and r.name != "coordinator":
+            out.append(f"- {safe_line(r.name)} was skipped{': ' + safe_line(r.error) if r.error else ''}")
+    return out
+
+
+def _details(title: str, items: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{title}</summary>", "", *items, "", "</details>", ""] if items else []
+
+
+def _summary(
+    review: Review,
+    files: Sequence[FileChange],
+    plan: PublishPlan,
+    previous: PreviousState,
+    options: PlanOptions,
+    shown: list[tuple[str, Finding]],
+    tally: _Tally,
+) -> str:
+    headline = VERDICT_HEADLINES.get(review.verdict, review.verdict)
+    lines = ["## codejury review", "", f"**Verdict: {headline}** · commit {inline_code(options.head_sha[:12])}", ""]
+    if previous.state is not None:
+        lines += [f"Re-review: {plan.fixed} fixed, {plan.still_open} still open, {plan.new} new.", ""]
+    summary = safe_text(review.summary).strip()
+    if summary:
+        lines += [summary, ""]
+    if review.break_glass:
+        who = ", ".join(safe_line(w) for w in options.break_glass_by) or "the --break-glass flag"
+        lines += [f"**Break glass** invoked by {who}: approval is forced; the findings below still stand.", ""]
+    if options.break_glass_ignored:
+        who = ", ".join(safe_line(w) for w in options.break_glass_ignored)
+        lines += [f"A break-glass comment by {who} was ignored: it needs Developer access or more.", ""]
+    if not review.judged:
+        lines += ["**Unjudged:** the coordinator could not run; findings are unchecked and nothing is approved.", ""]
+    lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
+    only = {id(f): reason for f, reason in plan.summary_only}
+    findings = [f for _, f in shown]
+    if findings:
+        for title, group in group_by_section(findings):
+            lines += [f"### {safe_line(title)} ({len(group)})", ""]
+            for f in group:
+                lines += _summary_finding(f, only.get(id(f)), options)
+    else:
+        lines += ["No open findings.", ""]
+    if tally.lingering:
+        lines += ["### Still open from an earlier review", ""]
+        lines += [
+            f"- {inline_code(t.path)} line {t.start_line}: not reported this time, but its lines did not change"
+            for t in tally.lingering
+        ]
+        lines.append("")
+    if tally.fixed:
+        lines += [f"- Fixed: {inline_code(t.path)} line {t.start_line} (thread resolved)" for t in tally.fixed] + [""]
+    dismissed = sorted(fp for fp, s in plan.state.findings.items() if s == "dismissed")
+    if dismissed:
+        lines += [f"{len(dismissed)} finding(s) dismissed by a reply are not raised again unless they get worse.", ""]
+    reviewers = _reviewer_lines(review)
+    if reviewers:
+        lines += ["### Reviewers that failed or were skipped", "", *reviewers, ""]
+    skipped = {s.path for s in review.skipped_files}
+    lines += _details(
+        f"Files reviewed ({len([f for f in files if f.path not in skipped])})",
+        [f"- {inline_code(f.path)}" for f in files if f.path not in skipped],
+    )
+    lines += _details(
+        f"Files skipped ({len(review.skipped_files)})",
+        [f"- {inline_code(s.path)}: {safe_line(s.reason)}" for s in review.skipped_files],
+    )
+    if review.dropped_findings:
+        total = sum(review.dropped_findings.values())
+        lines += [f"{total} finding(s) dropped by the judge.", ""]
+    u = review.usage
+    lines.append(
+        f"<sub>codejury · tier {review.tier} · {format_cost(u.cost_usd)} · {format_duration(u.duration_s)}</sub>"
+    )
+    marker = summary_marker(plan.state.head_sha, plan.state.findings, plan.state.verdict)
+    return checked(with_marker(marker, "\n".join(lines) + "\n"))
+
+
+def _summary_finding(finding: Finding, summary_reason: str | None, options: PlanOptions) -> list[str]:
+    label = SEVERITY_LABELS.get(finding.severity, finding.severity)
+    head = f"**{label}** · {_link(finding, options)} · **{safe_line(finding.title)}**"
+    if summary_reason is None:
+        return [f"{head} · see its thread", ""]
+    out = [f"{head} · not commented inline: {summary_reason}", ""]
+    body = safe_text(finding.body).strip()
+    if body:
+        out += [body, ""]
+    if finding.suggestion is not None and finding.suggestion.strip():
+        out += ["Suggested code:", "", _code(finding.suggestion), ""]
+    return out
+
+
+def failure_note(previous: PreviousState, message: str, head_sha: str) -> tuple[str, SummaryState]:
+    """The summary body of a review in which no reviewer succeeded: no approval, state kept."""
+    old = previous.state
+    state = SummaryState(
+        head_sha=old.head_sha if old else head_sha, findings=dict(old.findings) if old else {}, verdict=None
+    )
+    lines = [
+        "## codejury review",
+        "",
+        f"**Review failed** for commit {inline_code(head_sha[:12])}: {safe_line(message)}",
+        "",
+        "Nothing was approved. Threads from earlier reviews are left as they were; the next push or a re-run "
+        "of the job reviews again.",
+        "",
+    ]
+    return checked(with_marker(summary_marker(state.head_sha, state.findings), "\n".join(lines))), state
