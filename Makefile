@@ -35,9 +35,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
 
-## Engine scale and token economy (scripted model), then the embedded model's timings and recall.
+## Engine scale and token economy (scripted model), publishing against the fake forges, then the embedded model's timings and recall.
 bench: $(STAMP)
 	$(PY) benchmarks/engine.py
+	$(PY) benchmarks/publish.py
 	$(PY) benchmarks/run.py
 
 ## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers.

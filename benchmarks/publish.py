@@ -1,0 +1,129 @@
+"""Publishing benchmark (part of ``make bench``): API calls and wall time against the fake forges.
+
+Every API call to the fake GitLab costs ``--latency`` seconds (50 ms by default), as a real
+forge over the network would. Two scenarios, each measured from reading the merge request to
+the last published byte (no model: the review is given):
+
+1. first review of a merge request, 20 findings on diff lines → 20 inline threads, summary,
+   approval state;
+2. re-review of a merge request with 50 earlier threads after a push that rewrote the lines of
+   10 of them: 10 threads resolved with a note, 40 kept, nothing posted twice.
+
+Publishing should grow with the number of findings and threads only, and run independent calls
+concurrently where the API allows. Usage: python benchmarks/publish.py [--latency S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PATH = "app/service.py"
+LINES = 400
+
+
+def texts(changed: set[int], suffix: str) -> tuple[str, str]:
+    """A 400-line file before and after a change of the given lines (1-based)."""
+    old = [f"value_{n} = compute({n})\n" for n in range(1, LINES + 1)]
+    new = [f"value_{n} = compute({n}, {suffix})\n" if n in changed else line for n, line in enumerate(old, 1)]
+    return "".join(old), "".join(new)
+
+
+def review_with(lines: list[int]) -> Any:
+    from codejury.findings import Finding, Review
+
+    findings = [
+        Finding(
+            id=f"f{n}",
+            reviewer="code_quality",
+            category=f"check-{n}",
+            severity="warning" if n % 3 == 0 else "suggestion",
+            path=PATH,
+            start_line=n,
+            end_line=n,
+            title=f"Problem {chr(65 + n % 26)}{chr(65 + n // 26 % 26)} in value",
+            body="The value is computed without a bound.",
+            confidence=0.9,
+        )
+        for n in lines
+    ]
+    return Review(verdict="approved_with_comments", tier="lite", summary="Some suggestions.", findings=findings)
+
+
+async def publish_once(gl: Any, review: Any, max_inline: int) -> tuple[int, float, list[str]]:
+    """Read the MR and the bot's state, plan, publish: (API calls, wall seconds, what was posted)."""
+    from codejury.forges.gitlab import GitLabMergeRequest, GitLabTarget
+    from codejury.forges.publish import PlanOptions, PublishPlan, plan_publish
+
+    before = gl.api_calls
+    started = time.perf_counter()
+    target = GitLabTarget(gl.api_url, 1, 7, gl.BOT_TOKEN)
+    async with GitLabMergeRequest(target) as mr:
+        change = await mr.load_change()
+        previous = await mr.load_previous()
+        options = PlanOptions(head_sha=mr.head_sha, max_inline=max_inline, line_url=mr.line_url)
+        plan = plan_publish(review, change.files, previous, options)
+
+        def replan(refused: frozenset[str], notices: tuple[str, ...]) -> PublishPlan:
+            return plan_publish(review, change.files, previous, replace(options, refused=refused, notices=notices))
+
+        posted = await mr.publish(plan, replan)
+    return gl.api_calls - before, time.perf_counter() - started, posted
+
+
+def inline_threads(gl: Any) -> int:
+    return sum(1 for d in gl.discussions(1, 7) if d["notes"][0].get("position"))
+
+
+async def gitlab(latency: float) -> None:
+    from tests.fakes.gitlab_server import FakeGitLab
+
+    # 1. First review, 20 findings (and 5 and 40, to show what the cost grows with).
+    for count in (5, 20, 40):
+        lines = list(range(5, 5 * count + 5, 5))
+        with FakeGitLab(latency_s=latency) as gl:
+            gl.add_mr(1, 7, files={PATH: texts(set(lines), "limit")})
+            calls, wall, _ = await publish_once(gl, review_with(lines), max_inline=count)
+            threads = inline_threads(gl)
+            print(f"gitlab first review, {count} findings: {calls} API calls, {wall:.2f} s ({threads} inline threads)")
+
+    # 2. Re-review: 50 earlier threads, a push rewrote the lines of 10 of them.
+    lines = list(range(5, 255, 5))
+    fixed = set(lines[:10])
+    with FakeGitLab(latency_s=0.0) as gl:
+        gl.add_mr(1, 7, files={PATH: texts(set(lines), "limit")})
+        await publish_once(gl, review_with(lines), max_inline=50)
+        old, new = texts(set(lines), "limit")
+        _, fixed_text = texts(set(lines) - fixed, "limit")
+        fixed_text = "".join(
+            f"value_{n} = compute({n}, checked)\n" if n in fixed else line
+            for n, line in enumerate(fixed_text.splitlines(keepends=True), 1)
+        )
+        gl.push(1, 7, files={PATH: (old, fixed_text)})
+        gl.latency_s = latency
+        calls, wall, posted = await publish_once(gl, review_with(lines[10:]), max_inline=50)
+        resolved = sum(1 for d in gl.discussions(1, 7) if d["notes"][0].get("position") and d["notes"][0]["resolved"])
+        print(
+            f"gitlab re-review, 50 earlier threads, 10 fixed: {calls} API calls, {wall:.2f} s "
+            f"({inline_threads(gl)} inline threads, {resolved} resolved, {len(posted)} actions)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every API call")
+    args = parser.parse_args()
+    print(f"latency per API call: {args.latency * 1000:.0f} ms")
+    asyncio.run(gitlab(args.latency))
+
+
+if __name__ == "__main__":
+    main()
