@@ -120,8 +120,9 @@ def found_by(review: Review) -> set[str]:
         HangReply(30.0),
         DropReply(10, None),
         MalformedReply(),
+        ErrorReply(404),
     ],
-    ids=["503", "529-overloaded", "500", "hang", "dropped", "malformed-json"],
+    ids=["503", "529-overloaded", "500", "hang", "dropped", "malformed-json", "404-retired-model"],
 )
 async def test_a_retryable_fault_fails_back_to_the_previous_generation(
     tmp_path: Path, server: FakeProviderServer, vendor: str, fault: Reply

@@ -21,8 +21,8 @@ EMBEDDED_MODEL = "local:qwen2.5-coder-1.5b"
 
 CLOUD_DEFAULTS: dict[str, dict[str, str]] = {
     "ANTHROPIC_API_KEY": {
-        "top": "anthropic:claude-opus-4-5",
-        "standard": "anthropic:claude-sonnet-4-5",
+        "top": "anthropic:claude-opus-4-6",
+        "standard": "anthropic:claude-sonnet-4-6",
         "light": "anthropic:claude-haiku-4-5",
     },
     "OPENAI_API_KEY": {

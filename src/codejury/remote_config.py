@@ -2,9 +2,9 @@
 
 Shape (every key optional)::
 
-    {"reviewers": {"security": "anthropic:claude-sonnet-4-5", "coordinator": "openai:gpt-5"},
+    {"reviewers": {"security": "anthropic:claude-sonnet-4-6", "coordinator": "openai:gpt-5"},
      "disabled_providers": ["openai"],
-     "failback": {"anthropic:claude-opus-4-5": "anthropic:claude-opus-4-1"}}
+     "failback": {"anthropic:claude-opus-4-6": "anthropic:claude-opus-4-5"}}
 
 It is fetched during ``post_configure`` with a short timeout. If it cannot be fetched or is
 malformed, the review goes on with the local configuration and says so once.

@@ -396,11 +396,11 @@ async def test_the_agent_can_stream_through_the_chain(h: Harness) -> None:
 
 
 def test_build_chain_follows_the_family_to_its_end() -> None:
-    assert build_chain("anthropic:claude-opus-4-5", DEFAULT_FAILBACK) == [
+    assert build_chain("anthropic:claude-opus-4-6", DEFAULT_FAILBACK) == [
+        "anthropic:claude-opus-4-6",
         "anthropic:claude-opus-4-5",
-        "anthropic:claude-opus-4-1",
-        "anthropic:claude-opus-4",
     ]
+    assert build_chain("openai:gpt-5.1", DEFAULT_FAILBACK) == ["openai:gpt-5.1", "openai:gpt-5", "openai:gpt-4.1"]
     assert build_chain("openai:gpt-5-mini", DEFAULT_FAILBACK) == ["openai:gpt-5-mini", "openai:gpt-4.1-mini"]
     assert build_chain("ollama:qwen2.5-coder:7b", DEFAULT_FAILBACK) == ["ollama:qwen2.5-coder:7b"]
 
@@ -420,8 +420,30 @@ def test_default_failback_stays_in_each_family() -> None:
     for model, previous in DEFAULT_FAILBACK.items():
         if previous is not None:
             assert model.partition(":")[0] == previous.partition(":")[0]
-    assert DEFAULT_FAILBACK["anthropic:claude-haiku-4-5"] == "anthropic:claude-3-5-haiku"
+    assert DEFAULT_FAILBACK["anthropic:claude-opus-4-6"] == "anthropic:claude-opus-4-5"
     assert DEFAULT_FAILBACK["openai:gpt-5.1"] == "openai:gpt-5"
+
+
+def test_default_models_and_chains_name_models_the_installed_sdks_know() -> None:
+    """A chain that ends in a retired model wastes a request on a 404; defaults must not be deprecated."""
+    from typing import get_args
+
+    from anthropic._data import DEPRECATED_MODELS
+    from anthropic.types import Model as AnthropicModel
+    from openai.types import ChatModel
+
+    from codejury.config import CLOUD_DEFAULTS
+
+    known = {
+        "anthropic": set(get_args(get_args(AnthropicModel)[0])),
+        "openai": set(get_args(ChatModel)),
+    }
+    for spec in [m for pair in DEFAULT_FAILBACK.items() for m in pair if m]:
+        provider, _, name = spec.partition(":")
+        assert name in known[provider], f"{spec} is not a model the {provider} SDK knows"
+    for tiers in CLOUD_DEFAULTS.values():
+        for spec in tiers.values():
+            assert spec.partition(":")[2] not in DEPRECATED_MODELS, f"default {spec} is deprecated"
 
 
 # -- the real SDKs against the fake provider server --------------------------------------------------
@@ -443,7 +465,7 @@ async def closed_models(server: FakeProviderServer) -> AsyncIterator[None]:
 @pytest.mark.usefixtures("closed_models")
 @pytest.mark.parametrize(
     ("first", "second", "status"),
-    [("openai:gpt-5.1", "openai:gpt-5", 503), ("anthropic:claude-opus-4-5", "anthropic:claude-opus-4-1", 529)],
+    [("openai:gpt-5.1", "openai:gpt-5", 503), ("anthropic:claude-opus-4-6", "anthropic:claude-opus-4-5", 529)],
     ids=["openai", "anthropic"],
 )
 async def test_real_sdk_fails_back_on_the_same_provider(

@@ -50,6 +50,8 @@ def _p(input: float, output: float, cache_read: float | None = None) -> ModelPri
 #: List prices (USD / Mtok) of the cloud models we default to and their common siblings.
 BUILTIN_PRICES: dict[str, ModelPrice] = {
     # Anthropic (cache read 0.1x, write 1.25x input: filled in by the table).
+    "anthropic:claude-opus-4-6": _p(5.0, 25.0),
+    "anthropic:claude-sonnet-4-6": _p(3.0, 15.0),
     "anthropic:claude-opus-4-5": _p(5.0, 25.0),
     "anthropic:claude-opus-4-1": _p(15.0, 75.0),
     "anthropic:claude-opus-4": _p(15.0, 75.0),

@@ -50,13 +50,13 @@ MODELS_USED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("
 """Set to a list by the scheduler; every answered request appends the model that answered it."""
 
 DEFAULT_FAILBACK: dict[str, str | None] = {
-    "anthropic:claude-opus-4-5": "anthropic:claude-opus-4-1",
-    "anthropic:claude-opus-4-1": "anthropic:claude-opus-4",
-    "anthropic:claude-opus-4": None,
-    "anthropic:claude-sonnet-4-5": "anthropic:claude-sonnet-4",
-    "anthropic:claude-sonnet-4": None,
-    "anthropic:claude-haiku-4-5": "anthropic:claude-3-5-haiku",
-    "anthropic:claude-3-5-haiku": None,
+    # Anthropic retired claude-opus-4 / 4-1, claude-sonnet-4 and claude-3-5-haiku: chains end
+    # before them (a retired model answers 404, which fails back, but only wastes a request).
+    "anthropic:claude-opus-4-6": "anthropic:claude-opus-4-5",
+    "anthropic:claude-opus-4-5": None,
+    "anthropic:claude-sonnet-4-6": "anthropic:claude-sonnet-4-5",
+    "anthropic:claude-sonnet-4-5": None,
+    "anthropic:claude-haiku-4-5": None,
     "openai:gpt-5.1": "openai:gpt-5",
     "openai:gpt-5": "openai:gpt-4.1",
     "openai:gpt-4.1": None,

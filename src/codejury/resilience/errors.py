@@ -4,6 +4,7 @@
 wraps the SDK error, which wraps the httpx2 error) and answers with one of four kinds:
 
 - ``retryable``: 429 rate limits, 500 / 502 / 503 / 504 / 529, timeouts, dropped connections,
+  a 404 model-not-found (a retired model: the previous generation may still answer),
   malformed or empty bodies, a stalled stream. The breaker counts it; the chain may wait for
   Retry-After or fail back to the next model of the family.
 - ``quota``: a 429 (or Anthropic's 400) saying the quota, spend limit or credit is exhausted.
@@ -217,7 +218,7 @@ def _by_category(err: ModelAPIError) -> tuple[ErrorKind, str]:
     if isinstance(err, ModelAuthenticationError):
         return "fatal", "authentication failed"
     if isinstance(err, ModelNotFoundError):
-        return "fatal", "model not found"
+        return "retryable", "model not found (retired or misspelt?)"
     if isinstance(err, ModelRequestRejectedError):
         return "fatal", "request rejected"
     if isinstance(err, ModelRequestTimeout | ModelTimeoutError):
@@ -247,7 +248,8 @@ def _by_status(status: int, codes: str, *, overloaded: bool) -> tuple[ErrorKind,
     if status == 403:
         return "fatal", "permission denied (403)"
     if status == 404:
-        return "fatal", "model not found (404)"
+        # A retired model: the previous generation of the family may still answer.
+        return "retryable", "model not found (404: retired or misspelt?)"
     if overloaded or "overloaded" in codes:
         return "retryable", f"HTTP {status} overloaded"
     if status in _STATUS_NAMES:
