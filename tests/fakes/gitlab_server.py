@@ -18,7 +18,10 @@ outside it is a 400 with GitLab's line-code message; a form-encoded position is 
 the note posted un-anchored), quick actions (``/approve``, ``/close``, ...) at column 0 outside
 fences run as the token's user, also on edit, and a commands-only note answers 202 and is not
 saved; approvals refuse self-approval and repeats (401) and a stale sha (409); lists are
-paginated with GitLab's headers; 429s carry ``Retry-After`` and a plain-text body.
+paginated with GitLab's headers; 429s carry ``Retry-After`` and a plain-text body. Each commit
+has a whole tree (``add_mr(..., base_files=...)``, ``set_repo_files``): the repository files
+(raw), tree and compare endpoints read it, and a commit the fake does not hold (``drop_commit``)
+is a 404 there. Notes carry ``resolved_by`` (who resolved their thread), as GitLab's do.
 Stricter than GitLab on purpose: position shas other than the MR's current ``diff_refs``
 are refused (GitLab would anchor to that older version and show the note as outdated), and
 so are ``line_range`` line codes that are not lines of the diff (GitLab stores them as sent).
@@ -182,6 +185,7 @@ class _Project:
     path: str
     members: dict[int, int] = field(default_factory=dict)  # user id -> access level
     mrs: dict[int, _MergeRequest] = field(default_factory=dict)
+    commits: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> {path: text}, the whole tree
 
 
 @dataclass(frozen=True)
@@ -336,25 +340,46 @@ class FakeGitLab:
     def add_mr(self, project_id: int, iid: int, *, files: FileSpec | None = None, diff: str | None = None,
                author: str = "alice", title: str = "Add a feature", description: str = "",
                source_branch: str = "feature", target_branch: str = "main",
-               labels: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
-        """An open MR whose diff is ``files`` ({path: (old text, new text)}, None = absent) or ``diff``."""
+               labels: list[str] | None = None,
+               base_files: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+        """An open MR whose diff is ``files`` ({path: (old text, new text)}, None = absent) or ``diff``.
+
+        The base commit's tree is ``base_files`` plus the old side of ``files``; the head's is
+        that tree with ``files`` applied (a file given by ``diff`` holds its diff text there).
+        """
         with self._lock:
             base = _sha(f"base-{project_id}-{iid}")
             version = self._version(base, _sha(f"head-{project_id}-{iid}-0"), files, diff)
             mr = _MergeRequest(self._next_id(), iid, project_id, title, description, self._users[author],
                                source_branch, target_branch, self._now(), [version],
                                labels=list(labels or []))  # fmt: skip
-            self._projects[project_id].mrs[iid] = mr
+            project = self._projects[project_id]
+            project.mrs[iid] = mr
+            tree = {**(base_files or {}), **{p: old for p, (old, _) in (files or {}).items() if old is not None}}
+            project.commits[base] = tree
+            project.commits[version.head_sha] = _apply(tree, files, version)
             return self._mr_json(mr)
+
+    def set_repo_files(self, project_id: int, sha: str, files: dict[str, str]) -> None:
+        """Set the whole tree of commit ``sha`` ({path: text}), as the repository files API reads it."""
+        with self._lock:
+            self._projects[project_id].commits[sha] = dict(files)
+
+    def drop_commit(self, project_id: int, sha: str) -> None:
+        """Forget commit ``sha`` (a force-push that GitLab garbage-collected): compare and files answer 404."""
+        with self._lock:
+            self._projects[project_id].commits.pop(sha, None)
 
     def push(self, project_id: int, iid: int, *, files: FileSpec | None = None, diff: str | None = None,
              reset_approvals: bool = True) -> dict[str, str]:  # fmt: skip
         """A new head: a new version whose diff (base to new head) is ``files`` or ``diff``; returns its diff_refs."""
         with self._lock:
-            mr = self._projects[project_id].mrs[iid]
+            project = self._projects[project_id]
+            mr = project.mrs[iid]
             current = mr.versions[0]
             head = _sha(f"head-{project_id}-{iid}-{len(mr.versions)}")
             mr.versions.insert(0, self._version(current.base_sha, head, files, diff))
+            project.commits[head] = _apply(project.commits.get(current.base_sha, {}), files, mr.versions[0])
             if reset_approvals:
                 mr.approved_by.clear()
             self._system_note(mr, f"added 1 commit\n\n* {head[:8]} - new commit")
@@ -788,6 +813,61 @@ def _get_approval_state(gl: FakeGitLab, call: _Call) -> tuple[int, Any]:
     return 200, {"approval_rules_overwritten": False, "rules": [rule]}
 
 
+def _commit_tree(gl: FakeGitLab, call: _Call, not_found: str) -> dict[str, str]:
+    project = gl._project(call)
+    ref = call.params.get("ref")
+    if not ref:
+        raise _refuse(400, error="ref is missing")
+    tree = project.commits.get(str(ref))
+    if tree is None:
+        raise _refuse(404, not_found)
+    return tree
+
+
+def _get_file_raw(gl: FakeGitLab, call: _Call) -> _Answer:
+    tree = _commit_tree(gl, call, "404 Commit Not Found")
+    text = tree.get(unquote(call.args["file_path"]))
+    if text is None:
+        raise _refuse(404, "404 File Not Found")
+    return 200, text, {}
+
+
+def _get_tree(gl: FakeGitLab, call: _Call) -> _Answer:
+    tree = _commit_tree(gl, call, "404 Tree Not Found")
+    directory = str(call.params.get("path") or "").strip("/")
+    prefix = f"{directory}/" if directory else ""
+    entries: dict[str, dict[str, Any]] = {}
+    for path in sorted(tree):
+        if not path.startswith(prefix):
+            continue
+        name, _, rest = path[len(prefix) :].partition("/")
+        kind = "tree" if rest else "blob"
+        entries.setdefault(name, {"id": _sha(f"{kind}-{prefix}{name}"), "name": name, "type": kind,
+                                  "path": prefix + name, "mode": "040000" if rest else "100644"})  # fmt: skip
+    if directory and not entries:
+        raise _refuse(404, "404 Tree Not Found")
+    return gl._page(call, list(entries.values()))
+
+
+def _get_compare(gl: FakeGitLab, call: _Call) -> tuple[int, Any]:
+    project = gl._project(call)
+    old_sha, new_sha = str(call.params.get("from") or ""), str(call.params.get("to") or "")
+    old, new = project.commits.get(old_sha), project.commits.get(new_sha)
+    if old is None or new is None:
+        raise _refuse(404, "404 Ref Not Found")
+    diffs = []
+    for path in sorted(set(old) | set(new)):
+        if old.get(path) != new.get(path):
+            lines = difflib.unified_diff((old.get(path) or "").splitlines(), (new.get(path) or "").splitlines(),
+                                         lineterm="", n=3)  # fmt: skip
+            diffs.append({"old_path": path, "new_path": path, "a_mode": "100644", "b_mode": "100644",
+                          "new_file": path not in old, "deleted_file": path not in new, "renamed_file": False,
+                          "diff": "\n".join(list(lines)[2:]) + "\n"})  # fmt: skip
+    commit = {"id": new_sha, "short_id": new_sha[:8], "title": "a commit"}
+    return 200, {"commit": commit, "commits": [commit] if diffs else [], "diffs": diffs, "compare_timeout": False,
+                 "compare_same_ref": old_sha == new_sha}  # fmt: skip
+
+
 _MR = r"/projects/(?P<project>[^/]+)/merge_requests/(?P<iid>\d+)"
 _DISCUSSION = _MR + r"/discussions/(?P<discussion_id>[0-9a-f]+)"
 _ROUTES: list[tuple[str, re.Pattern[str], Any]] = [
@@ -796,6 +876,9 @@ _ROUTES: list[tuple[str, re.Pattern[str], Any]] = [
         ("GET", "/user", _get_user),
         ("GET", r"/projects/(?P<project>[^/]+)", _get_project),
         ("GET", r"/projects/(?P<project>[^/]+)/members/all/(?P<user_id>\d+)", _get_member),
+        ("GET", r"/projects/(?P<project>[^/]+)/repository/files/(?P<file_path>[^/]+)/raw", _get_file_raw),
+        ("GET", r"/projects/(?P<project>[^/]+)/repository/tree", _get_tree),
+        ("GET", r"/projects/(?P<project>[^/]+)/repository/compare", _get_compare),
         ("GET", _MR, _get_mr),
         ("GET", _MR + "/versions", _get_versions),
         ("GET", _MR + "/diffs", _get_diffs),
@@ -852,6 +935,24 @@ def _check_position(mr: _MergeRequest, position: Any) -> dict[str, Any] | None:
             raise _refuse(400, '400 Bad request - Note {:line_range=>["must be a valid line range"]}')
         stored["line_range"] = line_range
     return stored
+
+
+def _apply(tree: dict[str, str], files: FileSpec | None, version: _Version) -> dict[str, str]:
+    """The head tree: ``tree`` with ``files`` applied, or (a ``diff=`` version) each file's diff text."""
+    out = dict(tree)
+    if files is not None:
+        for path, (_, new) in files.items():
+            if new is None:
+                out.pop(path, None)
+            else:
+                out[path] = new
+        return out
+    for f in version.files:
+        if f.deleted_file:
+            out.pop(f.old_path, None)
+        else:
+            out[f.new_path] = f.diff
+    return out
 
 
 def _files_from(files: FileSpec) -> list[_DiffFile]:

@@ -323,3 +323,51 @@ def test_fake_latency_and_call_count() -> None:
         assert response.elapsed.total_seconds() >= 0.05 and gl.api_calls == 1
         diff = httpx2.get(f"{gl.api_url}/projects/1/merge_requests/1/diffs", headers={"Authorization": "Bearer x"})
         assert diff.status_code == 401 and diff.json() == {"message": "401 Unauthorized"}
+
+
+# -- the repository at a commit (the base side) and what changed between commits ---------------------
+async def test_file_text_reads_a_file_at_a_commit_and_none_when_absent(gl: FakeGitLab, api: GitLabAPI) -> None:
+    base = gl.diff_refs(1, 7)["base_sha"]
+    gl.set_repo_files(1, base, {".codejury/rules/no-print.md": "Use logging.\n", "AGENTS.md": "Be kind. é\n"})
+    assert await api.file_text(1, ".codejury/rules/no-print.md", base) == "Use logging.\n"
+    assert await api.file_text("acme/widgets", "AGENTS.md", base) == "Be kind. é\n"
+    assert await api.file_text(1, "CLAUDE.md", base) is None
+    head = gl.diff_refs(1, 7)["head_sha"]
+    assert await api.file_text(1, "new.py", head) == "a = 1\nb = 2\n"  # the head tree has the MR's files
+    [call] = [r for r in gl.requests if r.path.endswith("/raw") and r.status == 200][:1]
+    assert "%2F" in call.path and call.query["ref"] == base  # the path is one URL-encoded segment
+
+
+async def test_tree_lists_the_files_directly_inside_a_directory_every_page(gl: FakeGitLab, api: GitLabAPI) -> None:
+    base = gl.diff_refs(1, 7)["base_sha"]
+    rules = {f".codejury/rules/r{n:03}.md": f"rule {n}\n" for n in range(130)}
+    gl.set_repo_files(1, base, {**rules, ".codejury/rules/deeper/x.md": "x\n", "README.md": "r\n"})
+    listed = await api.tree(1, ".codejury/rules", base)
+    assert listed == sorted(rules)  # blobs only (no "deeper" directory), across two pages of 100
+    assert len([r for r in gl.requests if r.path.endswith("/repository/tree")]) == 2
+    assert await api.tree(1, ".codejury/reviewers", base) == []  # a missing directory: 404, read as empty
+    assert await api.tree(1, "", base) == ["README.md"]
+
+
+async def test_compare_lists_changed_paths_straight_and_none_for_an_unknown_commit(
+    gl: FakeGitLab, api: GitLabAPI
+) -> None:
+    first = gl.diff_refs(1, 7)["head_sha"]
+    second = gl.push(1, 7, files={"app.py": (OLD, NEW.replace("line 5\n", "line 5!\n")), "new.py": (None, "a = 1\n")})
+    assert await api.compare(1, first, second["head_sha"]) == ["app.py", "new.py"]
+    assert await api.compare(1, first, first) == []
+    [call] = [r for r in gl.requests if r.path.endswith("/repository/compare")][:1]
+    assert call.query["straight"] == "true"  # old..new itself, not from their merge-base
+    gl.drop_commit(1, first)
+    assert await api.compare(1, first, second["head_sha"]) is None
+
+
+async def test_notes_carry_who_resolved_their_thread(gl: FakeGitLab, api: GitLabAPI) -> None:
+    opened = gl.add_discussion(1, 7, "a question", author="alice")
+    closed = gl.add_discussion(1, 7, "done", author="alice")
+    await api.resolve_discussion(1, 7, closed)
+    by_id = {d.id: d for d in await api.discussions(1, 7)}
+    assert by_id[opened].resolved_by is None and not by_id[opened].resolved
+    assert by_id[closed].resolved and by_id[closed].resolved_by is not None
+    assert by_id[closed].resolved_by.username == FakeGitLab.BOT
+    assert by_id[closed].notes[0].resolved_by == by_id[closed].resolved_by

@@ -59,9 +59,15 @@ def run(
     reviewer: Sequence[Step] | None = None,
     use_url: bool = True,
     iid: int = 7,
+    tools: bool = True,
+    resolvers: list[ScriptedResolver] | None = None,
 ) -> tuple[int, str, str]:
+    """One ``codejury review`` run; ``tools=False`` puts the shared context in the recorded prompts,
+    and ``resolvers`` receives the run's scripted models (their prompts)."""
     script = list(reviewer) if reviewer is not None else [Final(list(findings or []))]
-    resolver = ScriptedResolver({"reviewer": script, "coordinator": [Raw({"decisions": []})]})
+    resolver = ScriptedResolver({"reviewer": script, "coordinator": [Raw({"decisions": []})]}, tools=tools)
+    if resolvers is not None:
+        resolvers.append(resolver)
     monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
     if token is None:
         monkeypatch.delenv("CODEJURY_GITLAB_TOKEN", raising=False)
@@ -376,3 +382,39 @@ def test_targets_from_a_url_and_from_ci_variables() -> None:
     ci |= {"CI_MERGE_REQUEST_PROJECT_ID": "9", "CI_MERGE_REQUEST_IID": "3"}
     found = target_from_env(ci)
     assert found is not None and (found.project, found.iid, found.in_ci) == (9, 3, True)
+
+
+# -- who resolved a thread: GitLab's resolved_by, not a guess from the replies ----------------------------
+def test_a_thread_a_human_resolved_after_a_bot_reply_is_still_respected(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(gl, monkeypatch, [A], "--publish")[0] == 0
+    thread_id = threads(gl)[5]["id"]
+    gl.add_reply(1, 7, thread_id, "An earlier note from codejury.", author=FakeGitLab.BOT)
+    asyncio.run(_resolve_as_bob(gl, thread_id))
+    gl.push(1, 7, files={"app.py": (OLD, NEW.replace("line 25x\n", "line 25y\n"))})  # line 5 unchanged
+    before = len(gl.requests)
+    code, _, err = run(gl, monkeypatch, [A], "--publish")
+    assert code == 0, err
+    assert [r for r in writes(gl.requests[before:]) if r.path.endswith("/discussions")] == []  # no second thread
+    assert resolved(threads(gl)[5])
+
+
+def test_a_thread_the_bot_resolved_without_a_reply_is_not_taken_for_a_humans(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(gl, monkeypatch, [A], "--publish")[0] == 0
+
+    async def resolve_as_bot() -> None:
+        async with GitLabAPI(gl.api_url, FakeGitLab.BOT_TOKEN) as api:
+            await api.resolve_discussion(1, 7, threads(gl)[5]["id"])
+
+    asyncio.run(resolve_as_bot())
+    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN}
+
+    async def previous() -> tuple[bool, bool]:
+        async with gitlab_mod.GitLabMergeRequest(target_from_url(url(gl), env), env=env) as mr:
+            [thread] = (await mr.load_previous()).threads
+            return thread.resolved, thread.resolved_by_human
+
+    assert asyncio.run(previous()) == (True, False)

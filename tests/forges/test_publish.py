@@ -19,7 +19,9 @@ from codejury.forges.publish import (
     approval_action,
     code_digest,
     failure_note,
+    finding_title,
     plan_publish,
+    previous_review,
     split_thread_key,
     thread_key,
 )
@@ -188,3 +190,47 @@ def test_the_failure_note_keeps_the_previous_state_and_is_safe() -> None:
     body, kept = failure_note(prev, "no reviewer succeeded (/merge @all)", HEAD)
     assert kept.findings == prev.state.findings  # type: ignore[union-attr]
     assert "Review failed" in body and check_published(body) == []
+
+
+# -- what reviewers are told about the earlier review ---------------------------------------------------
+@pytest.mark.parametrize("title", ["Unchecked input", "/approve @all </details> a&b", "x_y `code` @bob_z"])
+def test_the_title_reads_back_from_the_bots_inline_comment(title: str) -> None:
+    [c] = plan(review(finding(5, title))).inline
+    assert finding_title(c.body) == title  # as written: the prompt fences it as data
+    assert finding_title("<!-- codejury:finding v1 x -->\nsomething else") == ""
+
+
+def test_previous_review_lists_open_and_dismissed_findings_once_each() -> None:
+    still, dismissed, by_human, fixed, unlisted = (
+        finding(5, "Still"),
+        finding(6, "Won't fix"),
+        finding(7, "Resolved by bob"),
+        finding(8, "Fixed"),
+        finding(20, "Outside the diff"),
+    )
+    wont = Reply("alice", "won't fix", can_write=True)
+    prev = PreviousState(
+        summary_id=1,
+        state=SummaryState(
+            head_sha="b" * 40,
+            findings={fingerprint(f): "open" for f in (still, dismissed, by_human, unlisted)}
+            | {fingerprint(fixed): "fixed"},
+        ),
+        threads=(
+            thread_for(still, "x", title="Still"),
+            thread_for(still, "x", title="Still"),  # a second thread for the same finding: listed once
+            thread_for(dismissed, "x", title="Won't fix", replies=(wont,)),
+            thread_for(by_human, "x", title="Resolved by bob", resolved=True, resolved_by_human=True),
+            thread_for(fixed, "x", title="Fixed", resolved=True),
+        ),
+    )
+    got = previous_review(prev, ["app.py"])
+    assert got is not None and got.head_sha == "b" * 40 and got.changed_since == ("app.py",)
+    assert [(f.path, f.start_line, f.severity, f.title) for f in got.still_open] == [("app.py", 5, "warning", "Still")]
+    assert [(f.title, f.why) for f in got.dismissed] == [
+        ("Won't fix", "reply by alice"),
+        ("Resolved by bob", "resolved by a human"),
+    ]
+    assert got.unlisted_open == 1
+    assert previous_review(PreviousState(), None) is None
+    assert previous_review(prev, None).changed_since is None  # type: ignore[union-attr]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -68,6 +69,35 @@ class FileChange:
 
 
 @dataclass(frozen=True)
+class PriorFinding:
+    """A finding codejury published on an earlier review of this change (model-written title)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    severity: str
+    title: str
+    why: str = ""
+    """For a dismissed finding: how (a reply, a human resolved its thread)."""
+
+
+@dataclass(frozen=True)
+class PreviousReview:
+    """What reviewers are told about the last review of this change (a forge's re-review).
+
+    ``changed_since`` lists the files changed between ``head_sha`` (the last reviewed head) and
+    the head under review; None when that commit is unknown or unreachable (force-push, no state).
+    """
+
+    head_sha: str = ""
+    changed_since: tuple[str, ...] | None = None
+    still_open: tuple[PriorFinding, ...] = ()
+    dismissed: tuple[PriorFinding, ...] = ()
+    unlisted_open: int = 0
+    """Findings still open whose place is not known (listed only in the earlier summary)."""
+
+
+@dataclass(frozen=True)
 class ChangeMeta:
     """User-controlled metadata about a change: every field is untrusted text."""
 
@@ -78,6 +108,8 @@ class ChangeMeta:
     comments: tuple[str, ...] = ()
     base_ref: str = ""
     head_ref: str = ""
+    previous: PreviousReview | None = None
+    """The last review of this change and what changed since (None on a first review)."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +117,8 @@ class ChangeSet:
     """A change to review.
 
     ``root`` is a directory holding the head side of the repository (the tools read there),
-    or None when only a diff is known. ``base_files`` reads a file on the base side (for
-    repository instructions, which never come from the change itself).
+    or None when only a diff is known. ``base`` reads files on the base side (repository
+    config and instructions, which never come from the change itself).
     """
 
     files: tuple[FileChange, ...]
@@ -105,6 +137,38 @@ class BaseReader(ABC):
     @abstractmethod
     def list_dir(self, directory: str) -> list[str]:
         """Return the repository-relative paths of the files directly inside ``directory``."""
+
+
+class PrefetchedBase(BaseReader):
+    """A base side read ahead of time (a forge's API is async, ``BaseReader`` is not).
+
+    ``files`` maps a path to its text (None: absent on the base side); ``dirs`` maps a directory
+    to the files directly inside it. A path that was not fetched reads as absent, and is noted
+    in ``missed`` so a caller can tell "not there" from "never asked for".
+    """
+
+    def __init__(self, files: Mapping[str, str | None], dirs: Mapping[str, Sequence[str]] | None = None) -> None:
+        self._files = {_clean(p): t for p, t in files.items()}
+        self._dirs = {_clean(d): list(paths) for d, paths in (dirs or {}).items()}
+        self.missed: list[str] = []
+
+    def read_text(self, path: str) -> str | None:
+        key = _clean(path)
+        if key not in self._files:
+            self.missed.append(key)
+            return None
+        return self._files[key]
+
+    def list_dir(self, directory: str) -> list[str]:
+        key = _clean(directory)
+        if key not in self._dirs:
+            self.missed.append(key + "/")
+            return []
+        return list(self._dirs[key])
+
+
+def _clean(path: str) -> str:
+    return "/".join(part for part in path.replace("\\", "/").split("/") if part not in ("", "."))
 
 
 class ChangeSource(ABC):

@@ -6,27 +6,33 @@
 - ``GitLabMergeRequest`` (a ``publish.Forge``): ``load_change`` reads the MR (full description),
   its diff and the humans' comments; a ``break glass`` comment counts only from a member with
   Developer access or more who is not the bot (the others are dropped and named in the
-  summary). The head checkout is used as the tools' root only in CI when its HEAD is the MR's
-  head commit; repository config is then not read from it (it is the MR's own text).
-  ``load_previous`` reads the bot's summary and threads; markers are trusted only on notes the
-  token's own user wrote. ``publish`` posts inline threads first (4 at a time), resolves the
-  fixed and dismissed threads, sets the approval, and edits or creates the summary last, so a
-  run that dies halfway is completed by the next: everything already there is found by its
-  marker and skipped.
+  summary). Repository config, instructions, repository reviewers and rules come from the
+  target branch: the MR's base commit, read ahead through the API (``prefetch_base``), never
+  from the MR's head. The head checkout is used as the tools' root only in CI when its HEAD is
+  the MR's head commit. ``load_previous`` reads the bot's summary and threads (once a run;
+  ``load_change`` does it first, so reviewers are told what the last review found and which
+  files changed since its head commit); markers are trusted only on notes the token's own user
+  wrote, and a thread counts as resolved by a human from GitLab's ``resolved_by``.
+  ``publish`` posts inline threads first (4 at a time), resolves the fixed and dismissed
+  threads, sets the approval, and edits or creates the summary last, so a run that dies
+  halfway is completed by the next: everything already there is found by its marker and
+  skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import subprocess
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote, urlsplit
 
-from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, FileChange
+from codejury.change.types import ChangeMeta, ChangeSet, FileChange
 from codejury.errors import InputError
 from codejury.forges.errors import ForgeError, ForgeRefused
 from codejury.forges.gitlab_api import (
@@ -48,8 +54,11 @@ from codejury.forges.publish import (
     Replan,
     Reply,
     failure_note,
+    finding_title,
+    previous_review,
 )
 from codejury.pipeline import BREAK_GLASS_RE
+from codejury.settings_loader import prefetch_base
 
 DEVELOPER = 30
 CONCURRENCY = 4
@@ -105,14 +114,17 @@ def target_from_env(env: Mapping[str, str]) -> GitLabTarget | None:
     return GitLabTarget(api_url, ref, int(iid), gitlab_token(env), in_ci=True)
 
 
-class _NoBase(BaseReader):
-    """The base side, unknown: repository config and instructions are never read from the MR's head."""
-
-    def read_text(self, path: str) -> str | None:
-        return None
-
-    def list_dir(self, directory: str) -> list[str]:
-        return []
+@asynccontextmanager
+async def _first_error() -> AsyncIterator[asyncio.TaskGroup]:
+    """A task group whose failure raises its first error (a ``ForgeError``), not an exception group."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            yield group
+    except BaseExceptionGroup as errors:
+        first = errors.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from errors
 
 
 def _checkout_root(env: Mapping[str, str], head_sha: str) -> Path | None:
@@ -160,6 +172,7 @@ class GitLabMergeRequest:
         self._refs: DiffRefs | None = None
         self._files: dict[str, FileChange] = {}
         self._previous = PreviousState()
+        self._previous_read: PreviousState | None = None
         self._levels: dict[int, int | None] = {}
 
     async def __aenter__(self) -> GitLabMergeRequest:
@@ -206,15 +219,29 @@ class GitLabMergeRequest:
 
     # -- reading ---------------------------------------------------------------------------------
     async def load_change(self) -> ChangeSet:
+        """The MR as a change set; the bot's previous state is read here too (once a run)."""
         project, iid = self.target.project, self.target.iid
         self._mr = await self.api.merge_request(project, iid)
         self._refs = await self.api.latest_version(project, iid)
-        files = tuple(_file_change(d) for d in await self.api.diffs(project, iid))
+        base_sha = self._refs.base_sha
+        async with _first_error() as tg:
+            diffs = tg.create_task(self.api.diffs(project, iid))
+            notes = tg.create_task(self.api.notes(project, iid))
+            base = tg.create_task(
+                prefetch_base(
+                    functools.partial(self.api.file_text, project, ref=base_sha),
+                    functools.partial(self.api.tree, project, ref=base_sha),
+                    concurrency=CONCURRENCY,
+                )
+            )
+            previous = tg.create_task(self.load_previous())
+            changed = tg.create_task(self._changed_since(previous))
+        files = tuple(_file_change(d) for d in diffs.result())
         self._files = {f.path: f for f in files}
         comments: list[str] = []
         allowed: list[str] = []
         ignored: list[str] = []
-        for note in await self.api.notes(project, iid):
+        for note in notes.result():
             if note.system or note.author.id == self.me.id:
                 continue
             if BREAK_GLASS_RE.search(note.body):
@@ -233,10 +260,26 @@ class GitLabMergeRequest:
             comments=tuple(comments),
             base_ref=self._mr.target_branch,
             head_ref=self._mr.source_branch,
+            previous=previous_review(previous.result(), changed.result()),
         )
-        return ChangeSet(files=files, meta=meta, root=root, base=_NoBase())
+        return ChangeSet(files=files, meta=meta, root=root, base=base.result())
+
+    async def _changed_since(self, previous: asyncio.Task[PreviousState]) -> list[str] | None:
+        """Files changed between the last reviewed head and this one; None when that commit is unknown."""
+        state = (await previous).state
+        if state is None or not self.head_sha:
+            return None
+        if state.head_sha == self.head_sha:
+            return []
+        return await self.api.compare(self.target.project, state.head_sha, self.head_sha)
 
     async def load_previous(self) -> PreviousState:
+        """The bot's summary and threads (read once: ``load_change`` already reads them)."""
+        if self._previous_read is None:
+            self._previous_read = await self._read_previous()
+        return self._previous_read
+
+    async def _read_previous(self) -> PreviousState:
         project, iid = self.target.project, self.target.iid
         summary: tuple[int, str] | None = None
         state = None
@@ -273,7 +316,6 @@ class GitLabMergeRequest:
             is_bot = note.author.id == self.me.id
             can_write = not is_bot and bool(WONT_FIX.match(note.body)) and await self._can_write(note.author)
             replies.append(Reply(note.author.username, note.body, is_bot=is_bot, can_write=can_write))
-        bot_replied = any(r.is_bot for r in replies)
         return PreviousThread(
             id=discussion.id,
             key=key,
@@ -281,9 +323,19 @@ class GitLabMergeRequest:
             start_line=start,
             end_line=end,
             resolved=discussion.resolved,
-            resolved_by_human=discussion.resolved and not bot_replied,
+            resolved_by_human=self._resolved_by_human(discussion, replies),
             replies=tuple(replies),
+            title=finding_title(first.body),
         )
+
+    def _resolved_by_human(self, discussion: Discussion, replies: list[Reply]) -> bool:
+        """GitLab's ``resolved_by``; only when it is missing, "no bot reply" stands in for it."""
+        if not discussion.resolved:
+            return False
+        by = discussion.resolved_by
+        if by is not None:
+            return by.id != self.me.id
+        return not any(r.is_bot for r in replies)
 
     # -- publishing ------------------------------------------------------------------------------
     async def _bounded(self, jobs: list[Callable[[], Awaitable[None]]]) -> None:

@@ -1,7 +1,9 @@
 """Async GitLab REST v4 client: exactly the calls a review bot makes, and nothing else.
 
 Reads the MR (full description, author, ``diff_refs``), its newest version, its diffs, notes
-and discussions (every page); writes notes, anchored discussions (always as JSON: GitLab
+and discussions (every page, with who resolved each thread), files and directory listings at a
+commit (the base side's config and instructions), and the files changed between two commits;
+writes notes, anchored discussions (always as JSON: GitLab
 drops a form-encoded position and posts the note un-anchored), replies, resolutions and
 approvals; asks a member's access level for the break-glass check.
 
@@ -120,9 +122,12 @@ class Note:
     resolvable: bool = False
     resolved: bool = False
     position: Mapping[str, Any] | None = None
+    resolved_by: GitLabUser | None = None
+    """Who resolved the note's thread (GitLab sets it on every resolvable note of a resolved thread)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Note:
+        by = data.get("resolved_by")
         return cls(
             id=int(data["id"]),
             body=str(data.get("body") or ""),
@@ -134,6 +139,7 @@ class Note:
             resolvable=bool(data.get("resolvable")),
             resolved=bool(data.get("resolved")),
             position=data.get("position"),
+            resolved_by=GitLabUser.from_json(by) if isinstance(by, Mapping) and "id" in by else None,
         )
 
 
@@ -156,6 +162,13 @@ class Discussion:
     def resolved(self) -> bool:
         """GitLab's rule: a thread is resolved when every resolvable note in it is."""
         return self.resolvable and all(n.resolved for n in self.notes if n.resolvable)
+
+    @property
+    def resolved_by(self) -> GitLabUser | None:
+        """Who resolved the thread (None while it is open, or when GitLab did not say)."""
+        if not self.resolved:
+            return None
+        return next((n.resolved_by for n in reversed(self.notes) if n.resolvable and n.resolved_by), None)
 
 
 @dataclass(frozen=True)
@@ -315,6 +328,49 @@ class GitLabAPI:
 
     async def discussions(self, project: ProjectRef, iid: int) -> list[Discussion]:
         return [Discussion.from_json(d) for d in await self._pages(_mr_path(project, iid) + "/discussions")]
+
+    async def file_text(self, project: ProjectRef, path: str, ref: str) -> str | None:
+        """A file's text at ``ref`` (a sha or branch), None when it does not exist there."""
+        api_path = f"/projects/{_project(project)}/repository/files/{quote(path, safe='')}/raw"
+        try:
+            response = await self._request("GET", api_path, params={"ref": ref})
+        except ForgeRefused as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return response.content.decode("utf-8", errors="replace")
+
+    async def tree(self, project: ProjectRef, path: str, ref: str) -> list[str]:
+        """Repository paths of the files directly inside directory ``path`` at ``ref`` ([] when absent)."""
+        params = {"path": path, "ref": ref}
+        try:
+            items = await self._pages(f"/projects/{_project(project)}/repository/tree", params)
+        except ForgeRefused as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [str(i["path"]) for i in items if isinstance(i, Mapping) and i.get("type") == "blob"]
+
+    async def compare(self, project: ProjectRef, from_sha: str, to_sha: str) -> list[str] | None:
+        """Paths that differ between two commits (``straight``: no merge-base), None when one is unknown.
+
+        A renamed file gives both its paths; a deleted one its old path.
+        """
+        params = {"from": from_sha, "to": to_sha, "straight": "true"}
+        try:
+            data = await self._json("GET", f"/projects/{_project(project)}/repository/compare", params=params)
+        except ForgeRefused as exc:
+            if exc.status in (400, 404):
+                return None
+            raise
+        diffs = (data.get("diffs") or ()) if isinstance(data, Mapping) else ()
+        paths: list[str] = []
+        for diff in diffs:
+            old, new = str(diff.get("old_path") or ""), str(diff.get("new_path") or "")
+            for found in (new, old) if old != new else (new,):
+                if found and found not in paths:
+                    paths.append(found)
+        return paths
 
     async def approval_state(self, project: ProjectRef, iid: int) -> ApprovalState:
         return ApprovalState.from_json(await self._json("GET", _mr_path(project, iid) + "/approvals"))

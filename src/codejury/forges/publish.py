@@ -21,6 +21,10 @@ commented lines) lets it see whether those lines changed, wherever they moved. T
 - a human with write access replied "won't fix" / "wontfix" / "acknowledged" / "ack" →
   dismissed: resolved, remembered in the summary's state, not raised again unless worse.
 
+For the reviewers, ``previous_review(previous, changed_since)`` turns the same previous state
+into ``ChangeMeta.previous`` (findings still open, dismissed ones, files changed since the last
+reviewed commit; titles read back with ``finding_title``), which the prompts fence as data.
+
 Every piece of model-written or human text goes through ``safety.safe_text`` / ``safe_line``;
 every body is checked with ``safety.check_published`` and a problem left is a bug
 (``UnsafeBody``), never published.
@@ -34,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-from codejury.change.types import ChangeSet, FileChange
+from codejury.change.types import ChangeSet, FileChange, PreviousReview, PriorFinding
 from codejury.findings import SEVERITY_RANK, Finding, Review, ReviewerReport, Severity
 from codejury.fingerprint import unique_fingerprints
 from codejury.forges.markers import (
@@ -85,6 +89,8 @@ class PreviousThread:
     resolved: bool = False
     resolved_by_human: bool = False
     replies: tuple[Reply, ...] = ()
+    title: str = ""
+    """The finding's title as the bot's comment shows it (``finding_title``), for re-review context."""
 
     @property
     def fingerprint(self) -> str:
@@ -177,7 +183,8 @@ class Forge(Protocol):
     """A forge adapter: reads the change and the bot's previous state, publishes a plan."""
 
     async def load_change(self) -> ChangeSet:
-        """The merge request as a change set (diff, metadata, human comments)."""
+        """The merge request as a change set (diff, metadata, human comments; ``base`` read from the
+        target branch; ``meta.previous`` from the bot's earlier review, see ``previous_review``)."""
         ...
 
     async def load_previous(self) -> PreviousState:
@@ -403,6 +410,64 @@ def _inline(
     parts.append(f"<sub>codejury · {safe_line(finding.reviewer)} · confidence {finding.confidence:.0%}</sub>")
     text = checked(with_marker(finding_marker(key), "\n".join(parts)))
     return InlineComment(fp, key, finding, spot[0], spot[1], text)
+
+
+_INLINE_HEAD = re.compile(r"^\*\*[^*\n]+\*\* · .* · \*\*(?P<title>.*)\*\*\s*$")
+
+
+def finding_title(body: str) -> str:
+    """The title in an inline comment the bot wrote (``_inline``'s first line after the marker), or ''.
+
+    ``safe_line``'s escapes are undone (``&lt;``, ``\\/``, mentions in ``<code>``) so a model reads
+    the title as written; it is untrusted text again and must be fenced as data.
+    """
+    lines = body.split("\n")
+    for line in lines[1:3]:
+        match = _INLINE_HEAD.match(line.strip())
+        if match:
+            title = re.sub(r"<code>(@[^<]*)</code>", lambda m: m[1].replace("\\_", "_"), match["title"].strip())
+            title = re.sub(r"\\([/`])", r"\1", title)
+            return title.replace("&lt;", "<").replace("&amp;", "&")
+    return ""
+
+
+def previous_review(previous: PreviousState, changed_since: Sequence[str] | None) -> PreviousReview | None:
+    """What reviewers are told about the bot's earlier review (None when there was none).
+
+    Still open: the bot's open threads whose finding is not fixed or dismissed. Dismissed: a
+    "won't fix" reply from someone with write access, a thread a human resolved, or the status
+    the summary remembers. One entry per fingerprint; open findings without a thread (listed in
+    the summary only) are counted. ``changed_since`` is None when the last reviewed commit is
+    unknown or unreachable.
+    """
+    if previous.state is None and not previous.threads:
+        return None
+    status = dict(previous.state.findings) if previous.state else {}
+    still_open: dict[str, PriorFinding] = {}
+    dismissed: dict[str, PriorFinding] = {}
+    for thread in previous.threads:
+        fp = thread.fingerprint
+        severity = thread.severity or "unknown"
+        who = thread.dismissed_by()
+        if who or status.get(fp) == "dismissed" or thread.resolved_by_human:
+            why = (
+                f"reply by {who}" if who else "resolved by a human" if thread.resolved_by_human else "dismissed earlier"
+            )
+            item = PriorFinding(thread.path, thread.start_line, thread.end_line, severity, thread.title, why)
+            dismissed.setdefault(fp, item)
+        elif not thread.resolved and status.get(fp, "open") == "open":
+            still_open[fp] = PriorFinding(thread.path, thread.start_line, thread.end_line, severity, thread.title)
+    for fp in dismissed:
+        still_open.pop(fp, None)
+    threaded = {t.fingerprint for t in previous.threads}
+    unlisted = sum(1 for fp, s in status.items() if s == "open" and fp not in threaded)
+    return PreviousReview(
+        head_sha=previous.state.head_sha if previous.state else "",
+        changed_since=tuple(changed_since) if changed_since is not None else None,
+        still_open=tuple(still_open.values()),
+        dismissed=tuple(dismissed.values()),
+        unlisted_open=unlisted,
+    )
 
 
 def _code(text: str) -> str:
