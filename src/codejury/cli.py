@@ -138,12 +138,14 @@ def cli() -> None:
 @click.option(
     "--url",
     metavar="URL",
-    help="Review a GitLab merge request through the API (token in CODEJURY_GITLAB_TOKEN) and print it.",
+    help="Review a GitLab merge request or GitHub pull request through the API (token in "
+    "CODEJURY_GITLAB_TOKEN, or CODEJURY_GITHUB_TOKEN / GITHUB_TOKEN) and print it.",
 )
 @click.option(
     "--publish",
     is_flag=True,
-    help="Post the review on the merge request (--url, or the GitLab merge request pipeline this job runs in).",
+    help="Post the review on the merge request (--url, or the GitLab merge request pipeline or GitHub "
+    "pull request workflow this job runs in).",
 )
 @click.option(
     "--max-inline",
@@ -260,9 +262,15 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
         raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
+    pull_request = _github_target(f.url, env)
+    if pull_request is not None:
+        return await _review_pull_request(env, f, pull_request)
     target = target_from_url(f.url, env) if f.url else target_from_env(env)
     if target is None:
-        raise InputError("--publish needs --url URL, or a GitLab merge request pipeline (merge_request_event)")
+        raise InputError(
+            "--publish needs --url URL, a GitLab merge request pipeline (merge_request_event) "
+            "or a GitHub pull request workflow (pull_request)"
+        )
     renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
     async with GitLabMergeRequest(target, env=env, warn=_err) as mr:
         try:
@@ -302,6 +310,59 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
         except ForgeError as exc:
             done = f"; already posted: {', '.join(mr.posted)}" if mr.posted else "; nothing was posted"
             message = f"{exc}{done} (a re-run completes it without duplicates)" if mr.posted else f"{exc}{done}"
+            raise type(exc)(message, status=exc.status) from exc
+    if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
+        return 1
+    return 0
+
+
+def _github_target(url: str | None, env: dict[str, str]) -> Any:
+    """The GitHub pull request of ``--url`` or of this Actions run; None: not GitHub (GitLab's turn)."""
+    from codejury.forges import github
+
+    if url:
+        return github.target_from_url(url, env) if github.is_pull_request_url(url) else None
+    return github.target_from_env(env)
+
+
+async def _review_pull_request(env: dict[str, str], f: ReviewFlags, target: Any) -> int:
+    """``--url`` / ``--publish`` on GitHub: review a pull request through its API, print it, maybe post it."""
+    from codejury.errors import InputError
+    from codejury.forges.errors import ForgeError
+    from codejury.forges.github import GitHubPullRequest
+    from codejury.forges.publish import PreviousState
+
+    renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
+    async with GitHubPullRequest(target, env=env, warn=_err) as pr:
+        try:
+            with ExitStack() as stack:
+                change = await pr.load_change()
+                if not change.files:
+                    raise InputError("the pull request has no changes: there is nothing to review")
+                settings, opts = _options(change, env, f, stack)
+                previous = await pr.load_previous() if f.publish else PreviousState()
+                try:
+                    result = await review(change, opts)
+                except ReviewFailed as exc:
+                    if f.publish:
+                        await pr.publish_failure(previous, f"no reviewer succeeded ({exc})", pr.head_sha)
+                        if not pr.read_only:
+                            _err(f"posted the failure note on {pr.web_url}")
+                    raise
+                fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
+                _emit(result, fmt, f.output, renderers)
+                if f.publish and isinstance(result, Review):
+                    plan = await pr.publish_review(
+                        result, change.files, previous, fail_on=settings.fail_on, approve=settings.approve,
+                        max_inline=f.max_inline,
+                    )  # fmt: skip
+                    opts.events.emit("published", forge="github", posted=len(pr.posted), approval=plan.approval)
+                    if not pr.read_only:
+                        done = ", ".join(pr.posted) if pr.posted else "nothing new to post"
+                        _err(f"published on {pr.web_url}: {done}")
+        except ForgeError as exc:
+            done = f"; already posted: {', '.join(pr.posted)}" if pr.posted else "; nothing was posted"
+            message = f"{exc}{done} (a re-run completes it without duplicates)" if pr.posted else f"{exc}{done}"
             raise type(exc)(message, status=exc.status) from exc
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1

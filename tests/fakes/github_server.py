@@ -21,6 +21,11 @@ in one check-run request (422); bad credentials (401); ``per_page`` above 100 (c
 Retry-After, 403 secondary rate limit, 5xx, optionally taking effect first) and ``drop_next``
 (connection closed without an answer); ``latency_s`` delays every call.
 
+Also served: the contents API at a commit (files base64, directory listings; ``base_files`` in
+``add_pr``, ``set_contents``), check runs listed per commit, and GitHub Enterprise paths
+(``/api/v3/...``, ``/api/graphql``). ``refuse_comments_on`` makes GitHub refuse a line the patch
+shows, as it sometimes does, to test the 422 fallback.
+
 Modelled like GitHub, which clients must cope with: replying to a review comment creates a
 new COMMENTED review; ``fullDatabaseId`` is a string (GraphQL BigInt); after ``push`` a thread
 whose line left the diff or changed is outdated (``line`` null). Simplified: no pending
@@ -133,6 +138,7 @@ class Pull:
     base_ref: str
     files: dict[str, PullFile]
     versions: dict[str, dict[str, PullFile]] = field(default_factory=dict)  # head sha -> files
+    head_repo: str | None = None  # a fork's full name; None: the same repository
 
 
 @dataclass
@@ -270,6 +276,7 @@ class _Call:
     body: Any
     token: Token | None
     args: dict[str, str]
+    prefix: str = ""  # "/api/v3" when the client used GitHub Enterprise's paths
 
     @property
     def login(self) -> str:
@@ -301,6 +308,8 @@ class FakeGitHub:
         self._check_runs: dict[int, CheckRun] = {}
         self._faults: list[_Fault] = []
         self._requests: list[RecordedRequest] = []
+        self._contents: dict[str, dict[str, str]] = {}  # commit sha -> path -> text
+        self._refused_lines: set[tuple[str, int]] = set()
         self.stopping = threading.Event()
         self._users[ACTIONS_LOGIN] = User(ACTIONS_LOGIN, ACTIONS_USER_ID, bot=True)
         self.add_repo(repo)
@@ -395,8 +404,14 @@ class FakeGitHub:
         head_ref: str = "feature",
         base_ref: str = "main",
         repo: str | None = None,
+        base_files: Mapping[str, str] | None = None,
+        head_repo: str | None = None,
     ) -> int:
-        """Open a pull request; ``files`` maps a path to (base text, head text), None for absent."""
+        """Open a pull request; ``files`` maps a path to (base text, head text), None for absent.
+
+        ``base_files``: more files on the base commit (config, AGENTS.md), served by the contents
+        API with the base side of ``files``. ``head_repo``: the fork the head lives in.
+        """
         with self._lock:
             repo_name = repo or self.default_repo
             self._known(author)
@@ -406,7 +421,14 @@ class FakeGitHub:
             head, base = head_sha or self._new_sha(), base_sha or self._new_sha()
             built = {path: _pull_file(path, old, new) for path, (old, new) in files.items()}
             pull = Pull(repo_name, number, self._new_id(), title, body, author, head, base, head_ref, base_ref, built)
+            pull.head_repo = head_repo
             pull.versions[head] = built
+            tree = dict(self._contents.get(base, {})) | dict(base_files or {})
+            tree |= {path: old for path, (old, _) in files.items() if old is not None}
+            self._contents[base] = tree
+            self._contents[head] = {p: t for p, t in tree.items() if p not in files} | {
+                path: new for path, (_, new) in files.items() if new is not None
+            }
             self._pulls[(repo_name, number)] = pull
             self._repos[repo_name].commits |= {head, base}
             return number
@@ -462,6 +484,21 @@ class FakeGitHub:
         with self._lock:
             pull = self._pull(repo, number)
             return self._create_review(pull, self._known(user), state, body, pull.head_sha).id
+
+    def refuse_comments_on(self, path: str, line: int) -> None:
+        """Refuse (422, off the diff) review comments ending on ``line`` although the patch shows it."""
+        with self._lock:
+            self._refused_lines.add((path, line))
+
+    def set_contents(self, ref: str, files: Mapping[str, str | None]) -> None:
+        """Set (None: remove) files of commit ``ref`` as the contents API serves them."""
+        with self._lock:
+            tree = self._contents.setdefault(ref, {})
+            for path, text in files.items():
+                if text is None:
+                    tree.pop(path, None)
+                else:
+                    tree[path] = text
 
     def resolve_thread(self, thread_id: str, *, user: str, resolved: bool = True) -> None:
         """A human resolves (or unresolves) a thread."""
@@ -630,13 +667,18 @@ class FakeGitHub:
             self.stopping.wait(self.latency_s)
         parts = urlsplit(target)
         path, query = unquote(parts.path), dict(parse_qsl(parts.query))
+        prefix = ""
+        if path == "/api/graphql":  # GitHub Enterprise Server: /api/v3 for REST, /api/graphql
+            path, prefix = "/graphql", "/api/v3"
+        elif path.startswith("/api/v3/"):
+            path, prefix = path[len("/api/v3") :], "/api/v3"
         with self._lock:
             token = self._tokens.get(_bearer(headers.get("authorization", "")))
             fault = self._take_fault(method, path)
             if fault is not None and not fault.processed:
                 reply = _fault_reply(fault)
             else:
-                reply = self._route(method, path, query, body, token, headers)
+                reply = self._route(method, path, query, body, token, headers, prefix)
                 if fault is not None:
                     reply = _fault_reply(fault)
             reply.headers = {**_rate_headers(path), **reply.headers}
@@ -656,14 +698,15 @@ class FakeGitHub:
         return None
 
     def _route(
-        self, method: str, path: str, query: dict[str, str], body: Any, token: Token | None, headers: dict[str, str]
-    ) -> _Reply:
+        self, method: str, path: str, query: dict[str, str], body: Any, token: Token | None, headers: dict[str, str],
+        prefix: str = "",
+    ) -> _Reply:  # fmt: skip
         if token is None:
             return _Refusal(401, "Bad credentials" if headers.get("authorization") else "Requires authentication").reply
         for verb, pattern, handler in _ROUTES:
             match = pattern.fullmatch(path.rstrip("/"))
             if verb == method and match:
-                call = _Call(method, path, query, body, token, match.groupdict())
+                call = _Call(method, path, query, body, token, match.groupdict(), prefix)
                 try:
                     if "repo" in call.args and call.args["repo"] not in self._repos:
                         raise _Refusal(404, "Not Found")
@@ -707,10 +750,11 @@ class FakeGitHub:
 
     def _pull_json(self, pull: Pull) -> dict[str, Any]:
         repo = {"full_name": pull.repo}
+        head_repo = {"full_name": pull.head_repo or pull.repo}
         return {
             "id": pull.id, "node_id": f"PR_{pull.id}", "number": pull.number, "state": "open", "draft": False,
             "title": pull.title, "body": pull.body, "user": self._users[pull.author].json(),
-            "head": {"sha": pull.head_sha, "ref": pull.head_ref, "repo": repo},
+            "head": {"sha": pull.head_sha, "ref": pull.head_ref, "repo": head_repo},
             "base": {"sha": pull.base_sha, "ref": pull.base_ref, "repo": repo},
             "changed_files": len(pull.files), "html_url": f"https://github.test/{pull.repo}/pull/{pull.number}",
         }  # fmt: skip
@@ -727,6 +771,34 @@ class FakeGitHub:
             raise _Refusal(404, f"{login} is not a user")
         permission = self._repos[call.args["repo"]].permissions.get(login, "none")
         return _Reply(200, {"permission": permission, "role_name": permission, "user": user.json()})
+
+    def _get_contents(self, call: _Call) -> _Reply:
+        """A file (base64, as GitHub sends it) or a directory listing at ``ref``."""
+        repo = self._repos[call.args["repo"]]
+        ref = call.query.get("ref") or ""
+        tree = self._contents.get(ref)
+        if tree is None or ref not in repo.commits:
+            raise _Refusal(404, f"No commit found for the ref {ref}")
+        path = (call.args.get("path") or "").strip("/")
+        if path in tree:
+            data = tree[path].encode()
+            encoded = base64.encodebytes(data).decode()  # GitHub wraps the base64 at 60 columns
+            return _Reply(200, {"type": "file", "encoding": "base64", "path": path, "name": path.rsplit("/", 1)[-1],
+                                "size": len(data), "content": encoded})  # fmt: skip
+        prefix = f"{path}/" if path else ""
+        names = sorted({p[len(prefix) :].split("/", 1)[0] for p in tree if p.startswith(prefix)})
+        if not names:
+            raise _Refusal(404, "Not Found")
+        items = [{"type": "file" if f"{prefix}{n}" in tree else "dir", "path": f"{prefix}{n}", "name": n}
+                 for n in names]  # fmt: skip
+        return _Reply(200, items)
+
+    def _list_check_runs(self, call: _Call) -> _Reply:
+        ref = call.args["ref"]
+        name = call.query.get("check_name")
+        runs = [r for r in self._check_runs.values() if r.head_sha == ref and (name is None or r.name == name)]
+        runs.sort(key=lambda r: -r.id)
+        return _Reply(200, {"total_count": len(runs), "check_runs": [_check_run_json(r) for r in runs]})
 
     def _list_issue_comments(self, call: _Call) -> _Reply:
         pull = self._pull(call.args["repo"], int(call.args["n"]))
@@ -770,6 +842,9 @@ class FakeGitHub:
         if not body and (state == "CHANGES_REQUESTED" or (state == "COMMENTED" and not drafts)):
             raise _unprocessable("Body can't be blank")
         errors = [error for draft in drafts if (error := _comment_error(files, draft))]
+        errors += [
+            OFF_DIFF for d in drafts if isinstance(d, dict) and (d.get("path"), d.get("line")) in self._refused_lines
+        ]
         if errors:
             raise _unprocessable(*errors)
         if state != "COMMENTED" and call.login == pull.author:
@@ -892,7 +967,7 @@ class FakeGitHub:
         for rel, target in (("prev", page - 1), ("next", page + 1), ("first", 1), ("last", last)):
             if 1 <= target <= last and (rel in ("prev", "next") or page != target):
                 query = "&".join(f"{k}={v}" for k, v in {**call.query, "per_page": per_page, "page": target}.items())
-                links.append(f'<{self.api_url}{call.path}?{query}>; rel="{rel}"')
+                links.append(f'<{self.api_url}{call.prefix}{call.path}?{query}>; rel="{rel}"')
         headers = {"link": ", ".join(links)} if links else {}
         return _Reply(200, items[(page - 1) * per_page : page * per_page], headers)
 
@@ -985,6 +1060,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub, _Call], _Reply]]
         ("GET", _PULL, FakeGitHub._get_pull),
         ("GET", _PULL + "/files", FakeGitHub._list_files),
         ("GET", _REPO + r"/collaborators/(?P<login>[^/]+)/permission", FakeGitHub._get_permission),
+        ("GET", _REPO + r"/contents(?:/(?P<path>.*))?", FakeGitHub._get_contents),
+        ("GET", _REPO + r"/commits/(?P<ref>[^/]+)/check-runs", FakeGitHub._list_check_runs),
         ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", FakeGitHub._list_issue_comments),
         ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", FakeGitHub._post_issue_comment),
         ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", FakeGitHub._patch_issue_comment),

@@ -22,9 +22,10 @@ patch a review comment may anchor to, since one comment off the diff fails the w
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote
@@ -32,6 +33,7 @@ from urllib.parse import quote
 import httpx2
 
 from codejury.change.diffparse import parse_diff
+from codejury.change.types import FileChange, FileStatus
 from codejury.errors import DiffParseError
 from codejury.forges.errors import ForgeAuthError, ForgeError, ForgeRefused, ForgeUnavailable
 
@@ -45,6 +47,7 @@ TOKEN_HINT = "GITHUB_TOKEN or CODEJURY_GITHUB_TOKEN"
 MAX_ANNOTATIONS_PER_REQUEST = 50
 SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when it gives no hint
 _MAX_PAGES = 500
+_STATUSES: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed", "copied": "copied"}
 
 
 class GitHubRefused(ForgeRefused):
@@ -68,6 +71,10 @@ class PullRequest:
     base_ref: str
     state: str
     draft: bool
+    html_url: str = ""
+    head_repo: str = ""
+    """``owner/name`` of the head's repository: a fork's when it differs from ``base_repo``."""
+    base_repo: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> PullRequest:
@@ -75,6 +82,7 @@ class PullRequest:
         return cls(
             int(d["number"]), d.get("title") or "", d.get("body") or "", _login(d), head.get("sha", ""),
             base.get("sha", ""), head.get("ref", ""), base.get("ref", ""), d.get("state", ""), bool(d.get("draft")),
+            d.get("html_url") or "", _repo_name(head), _repo_name(base),
         )  # fmt: skip
 
 
@@ -96,6 +104,24 @@ class PullFile:
 
     def commentable_lines(self) -> CommentableLines:
         return CommentableLines.from_patch(self.patch)
+
+    def file_change(self) -> FileChange:
+        """The same file as codejury's ``FileChange``, hunks parsed from GitHub's patch (none when absent)."""
+        status: FileStatus = _STATUSES.get(self.status, "modified")
+        old_path = self.previous_path or self.path
+        bare = FileChange(path=self.path, old_path=old_path, status=status, is_binary=self.patch is None)
+        if not self.patch:
+            return bare
+        old = "/dev/null" if status == "added" else f"a/{old_path}"
+        new = "/dev/null" if status == "deleted" else f"b/{self.path}"
+        header = f"diff --git a/{old_path} b/{self.path}\n"
+        if status == "renamed":
+            header += f"rename from {old_path}\nrename to {self.path}\n"
+        try:
+            parsed = parse_diff(f"{header}--- {old}\n+++ {new}\n{self.patch}\n")
+        except DiffParseError:
+            return bare
+        return replace(parsed[0], path=self.path, old_path=old_path, status=status) if parsed else bare
 
 
 @dataclass(frozen=True)
@@ -138,13 +164,15 @@ class ReviewComment:
     author: str
     review_id: int | None
     commit_id: str
+    original_line: int | None = None
+    """The line when the comment was posted (``line`` is None once it is outdated)."""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ReviewComment:
         return cls(
             int(d["id"]), d.get("path", ""), d.get("line"), d.get("side") or "RIGHT", d.get("start_line"),
             d.get("in_reply_to_id"), d.get("body") or "", _login(d), d.get("pull_request_review_id"),
-            d.get("commit_id") or "",
+            d.get("commit_id") or "", d.get("original_line"),
         )  # fmt: skip
 
 
@@ -174,12 +202,15 @@ class ReviewThread:
     line: int | None
     viewer_can_resolve: bool
     comments: tuple[ThreadComment, ...]
+    resolved_by: str | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ReviewThread:
         comments = tuple(ThreadComment.from_json(c) for c in (d.get("comments") or {}).get("nodes") or [])
+        resolver = d.get("resolvedBy") or {}
         return cls(d["id"], bool(d.get("isResolved")), bool(d.get("isOutdated")), d.get("path", ""), d.get("line"),
-                   bool(d.get("viewerCanResolve")), comments)  # fmt: skip
+                   bool(d.get("viewerCanResolve")), comments,
+                   str(resolver.get("login") or "") or None if isinstance(resolver, dict) else None)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -189,10 +220,14 @@ class CheckRun:
     head_sha: str
     status: str
     conclusion: str | None
+    title: str = ""
+    summary: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CheckRun:
-        return cls(int(d["id"]), d.get("name", ""), d.get("head_sha", ""), d.get("status", ""), d.get("conclusion"))
+        output = d.get("output") or {}
+        return cls(int(d["id"]), d.get("name", ""), d.get("head_sha", ""), d.get("status", ""), d.get("conclusion"),
+                   str(output.get("title") or ""), str(output.get("summary") or ""))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -286,7 +321,7 @@ query ReviewThreads($owner: String!, $name: String!, $number: Int!, $first: Int!
       reviewThreads(first: $first, after: $after) {
         pageInfo { hasNextPage endCursor }
         nodes {
-          id isResolved isOutdated path line viewerCanResolve
+          id isResolved isOutdated path line viewerCanResolve resolvedBy { login }
           comments(first: 100) { nodes { fullDatabaseId databaseId body author { login } } }
         }
       }
@@ -386,6 +421,39 @@ class GitHubAPI:
         data = await self._json("GET", f"/repos/{repo}/collaborators/{quote(login, safe='')}/permission")
         return str(data.get("permission") or "none")
 
+    # -- repository files at one commit (the base side: config and instructions) -------------------
+    async def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """The text of ``path`` at ``ref``, or None when it is absent there (or is not a file)."""
+        try:
+            data = await self._request("GET", f"/repos/{repo}/contents/{quote(path, safe='/')}", params={"ref": ref})
+        except GitHubRefused as exc:
+            if exc.status == 404:
+                return None
+            raise
+        item = _decode(data)
+        if not isinstance(item, dict) or item.get("type") != "file":
+            return None
+        content = item.get("content")
+        if item.get("encoding") != "base64" or not isinstance(content, str):
+            return None
+        try:
+            return base64.b64decode(content).decode("utf-8", errors="replace")
+        except ValueError:
+            return None
+
+    async def list_directory(self, repo: str, path: str, ref: str) -> list[str]:
+        """The repository paths of the files directly inside ``path`` at ``ref`` ([] when there is none)."""
+        try:
+            data = await self._request("GET", f"/repos/{repo}/contents/{quote(path, safe='/')}", params={"ref": ref})
+        except GitHubRefused as exc:
+            if exc.status == 404:
+                return []
+            raise
+        items = _decode(data)
+        if not isinstance(items, list):
+            return []
+        return [str(i["path"]) for i in items if isinstance(i, dict) and i.get("type") == "file" and i.get("path")]
+
     # -- the conversation (summary comment) -------------------------------------------------------
     async def issue_comments(self, repo: str, number: int) -> list[IssueComment]:
         return [IssueComment.from_json(d) for d in await self._all_pages(f"/repos/{repo}/issues/{number}/comments")]
@@ -480,6 +548,13 @@ class GitHubAPI:
                 repo, run.id, title=title, summary=summary, text=text, annotations=rest, conclusion=conclusion
             )
         return run
+
+    async def check_runs_for(self, repo: str, ref: str, name: str) -> list[CheckRun]:
+        """The check runs called ``name`` on commit ``ref`` (the newest first, as GitHub lists them)."""
+        path = f"/repos/{repo}/commits/{quote(ref, safe='')}/check-runs"
+        data = _decode(await self._request("GET", path, params={"check_name": name, "per_page": 100}))
+        runs = data.get("check_runs") if isinstance(data, dict) else None
+        return [CheckRun.from_json(r) for r in runs or [] if isinstance(r, dict)]
 
     async def update_check_run(
         self, repo: str, check_run_id: int, *, title: str, summary: str, text: str | None = None,
@@ -640,6 +715,11 @@ def _decode(response: httpx2.Response, *, strict: bool = True) -> Any:
         if not strict:
             return None
         raise ForgeError(f"GitHub answered {response.status_code} without JSON", status=response.status_code) from exc
+
+
+def _repo_name(side: dict[str, Any]) -> str:
+    repo = side.get("repo") or {}
+    return str(repo.get("full_name") or "") if isinstance(repo, dict) else ""
 
 
 def _login(d: dict[str, Any]) -> str:
