@@ -1,13 +1,18 @@
 """Publishing benchmark (part of ``make bench``): API calls and wall time against the fake forges.
 
-Every API call to the fake GitLab costs ``--latency`` seconds (50 ms by default), as a real
-forge over the network would. Two scenarios, each measured from reading the merge request to
-the last published byte (no model: the review is given):
+Every API call to the fake GitLab and the fake GitHub costs ``--latency`` seconds (50 ms by
+default), as a real forge over the network would. Two scenarios on each forge, each measured
+from reading the merge (pull) request to the last published byte (no model: the review is
+given; the same review on both forges):
 
 1. first review of a merge request, 20 findings on diff lines → 20 inline threads, summary,
    approval state;
 2. re-review of a merge request with 50 earlier threads after a push that rewrote the lines of
    10 of them: 10 threads resolved with a note, 40 kept, nothing posted twice.
+
+On GitHub the "inline threads" are the bot's review threads (all posted in one review), and the
+run also reads which files changed since the last reviewed commit (the compare API) and sets
+the ``codejury`` check run, as ``codejury review --publish`` does in a workflow.
 
 Publishing should grow with the number of findings and threads only, and run independent calls
 concurrently where the API allows. Usage: python benchmarks/publish.py [--latency S]
@@ -117,12 +122,81 @@ async def gitlab(latency: float) -> None:
         )
 
 
+GITHUB_REPO = "octo/app"
+GITHUB_TOKEN = "ghs_bench_actions_token"
+
+
+async def publish_github_once(gh: Any, review: Any, max_inline: int) -> tuple[int, float, list[str]]:
+    """The same on GitHub, as a workflow's GITHUB_TOKEN runs it: (API calls, wall seconds, what was posted)."""
+    from codejury.forges.github import GitHubPullRequest, GitHubTarget
+    from codejury.forges.github_api import ACTIONS_BOT_LOGIN
+
+    before = gh.api_calls
+    started = time.perf_counter()
+    target = GitHubTarget(gh.api_url, gh.graphql_url, GITHUB_REPO, 7, GITHUB_TOKEN, bot_login=ACTIONS_BOT_LOGIN)
+    async with GitHubPullRequest(target) as pr:
+        change = await pr.load_change()
+        previous = await pr.load_previous()
+        await pr.publish_review(review, change.files, previous, fail_on="never", approve=True, max_inline=max_inline)
+        posted = list(pr.posted)
+    return gh.api_calls - before, time.perf_counter() - started, posted
+
+
+def github_fake(latency: float, files: dict[str, tuple[str, str]]) -> Any:
+    from tests.fakes.github_server import FakeGitHub
+
+    gh = FakeGitHub(GITHUB_REPO, latency_s=latency)
+    gh.add_user("alice")
+    gh.add_token(GITHUB_TOKEN, kind="actions", permissions={"contents": "write"})  # may resolve threads
+    gh.repo().actions_can_approve = True
+    gh.add_pr(number=7, author="alice", files=files)
+    return gh
+
+
+def bot_threads(gh: Any) -> list[Any]:
+    from tests.fakes.github_server import ACTIONS_LOGIN
+
+    return [t for t in gh.threads(7) if t.comments[0].user == ACTIONS_LOGIN]
+
+
+async def github(latency: float) -> None:
+    # 1. First review, 20 findings (and 5 and 40, to show what the cost grows with).
+    for count in (5, 20, 40):
+        lines = list(range(5, 5 * count + 5, 5))
+        with github_fake(latency, {PATH: texts(set(lines), "limit")}) as gh:
+            calls, wall, _ = await publish_github_once(gh, review_with(lines), max_inline=count)
+            threads = len(bot_threads(gh))
+            print(f"github first review, {count} findings: {calls} API calls, {wall:.2f} s ({threads} inline threads)")
+
+    # 2. Re-review: 50 earlier threads, a push rewrote the lines of 10 of them.
+    lines = list(range(5, 255, 5))
+    fixed = set(lines[:10])
+    with github_fake(0.0, {PATH: texts(set(lines), "limit")}) as gh:
+        await publish_github_once(gh, review_with(lines), max_inline=50)
+        old, _ = texts(set(lines), "limit")
+        _, fixed_text = texts(set(lines) - fixed, "limit")
+        fixed_text = "".join(
+            f"value_{n} = compute({n}, checked)\n" if n in fixed else line
+            for n, line in enumerate(fixed_text.splitlines(keepends=True), 1)
+        )
+        gh.push(7, {PATH: (old, fixed_text)})
+        gh.latency_s = latency
+        calls, wall, posted = await publish_github_once(gh, review_with(lines[10:]), max_inline=50)
+        after = bot_threads(gh)
+        resolved = sum(1 for t in after if t.is_resolved)
+        print(
+            f"github re-review, 50 earlier threads, 10 fixed: {calls} API calls, {wall:.2f} s "
+            f"({len(after)} inline threads, {resolved} resolved, {len(posted)} actions)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every API call")
     args = parser.parse_args()
     print(f"latency per API call: {args.latency * 1000:.0f} ms")
     asyncio.run(gitlab(args.latency))
+    asyncio.run(github(args.latency))
 
 
 if __name__ == "__main__":

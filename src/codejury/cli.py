@@ -256,7 +256,7 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
     from codejury.errors import InputError
     from codejury.forges.errors import ForgeError
     from codejury.forges.gitlab import GitLabMergeRequest, target_from_env, target_from_url
-    from codejury.forges.publish import PlanOptions, PreviousState, PublishPlan, plan_publish
+    from codejury.forges.publish import PlanOptions, PreviousState, PublishPlan, disputes, plan_publish
 
     if f.diff_file or f.working_tree or f.base_ref or f.head_ref:
         raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
@@ -280,6 +280,7 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
                     raise InputError("the merge request has no changes: there is nothing to review")
                 settings, opts = _options(change, env, f, stack)
                 previous = await mr.load_previous() if f.publish else PreviousState()
+                opts.disputes = disputes(previous)
                 try:
                     result = await review(change, opts)
                 except ReviewFailed as exc:
@@ -330,7 +331,7 @@ async def _review_pull_request(env: dict[str, str], f: ReviewFlags, target: Any)
     from codejury.errors import InputError
     from codejury.forges.errors import ForgeError
     from codejury.forges.github import GitHubPullRequest
-    from codejury.forges.publish import PreviousState
+    from codejury.forges.publish import PreviousState, disputes
 
     renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
     async with GitHubPullRequest(target, env=env, warn=_err) as pr:
@@ -341,6 +342,7 @@ async def _review_pull_request(env: dict[str, str], f: ReviewFlags, target: Any)
                     raise InputError("the pull request has no changes: there is nothing to review")
                 settings, opts = _options(change, env, f, stack)
                 previous = await pr.load_previous() if f.publish else PreviousState()
+                opts.disputes = disputes(previous)
                 try:
                     result = await review(change, opts)
                 except ReviewFailed as exc:

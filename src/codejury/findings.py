@@ -158,6 +158,29 @@ class SkippedFile(BaseModel):
     reason: str
 
 
+class Disagreement(BaseModel):
+    """A human reply in one of the bot's threads that disputes the finding (re-review on a forge)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    thread_id: str
+    fingerprint: str
+    path: str
+    start_line: int
+    end_line: int
+    title: str
+    author: str
+    reply: str
+
+
+class ReplyVerdict(BaseModel):
+    """The coordinator's answer to a Disagreement: resolve the thread, or answer once."""
+
+    thread_id: str
+    decision: Literal["resolve", "answer"]
+    message: str
+
+
 class Review(BaseModel):
     """One complete review: what every renderer and publisher consumes."""
 
@@ -172,6 +195,8 @@ class Review(BaseModel):
     judged: bool = True
     break_glass: bool = False
     dropped_findings: dict[str, int] = Field(default_factory=dict)
+    replies: list[ReplyVerdict] = Field(default_factory=list)
+    """Decisions on human replies that disputed earlier findings (forge re-reviews only; not in the JSON)."""
 
 
 class PlannedReviewer(BaseModel):

@@ -24,9 +24,11 @@ from codejury.change.types import ChangeSet, FileChange
 from codejury.config import Settings
 from codejury.errors import InputError, ModelSetupError, ReviewFailed
 from codejury.findings import (
+    Disagreement,
     Finding,
     Plan,
     PlannedReviewer,
+    ReplyVerdict,
     Review,
     ReviewerOutput,
     ReviewerReport,
@@ -35,8 +37,10 @@ from codejury.findings import (
     Tier,
     Usage,
 )
+from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
+from codejury.judge.replies import judge_disputes
 from codejury.judge.verdict import decide_verdict, summarise
 from codejury.models.pricing import ModelPrice, PriceTable, estimate_tokens
 from codejury.models.profiles import ResolvedModel
@@ -85,6 +89,8 @@ class ReviewOptions:
     workspace_dir: Path | None = None
     board: BreakerBoard | None = None
     """Circuit breakers; None: the process-wide board, configured from the settings."""
+    disputes: Sequence[Disagreement] = ()
+    """Human replies disputing the bot's earlier findings (forge re-reviews): the coordinator judges them."""
 
 
 def default_resolver(env: Mapping[str, str]) -> Resolver:
@@ -422,6 +428,28 @@ async def _run_review(
         coord_report = ReviewerReport.from_usage(
             "coordinator", model_of("coordinator"), "ok" if outcome.ok else "failed", outcome.usage, outcome.error
         )
+    replies: list[ReplyVerdict] = []
+    if opts.disputes and coord_spec is not None:
+        with watching("coordinator"):
+            replies, reply_outcomes = await judge_disputes(
+                ctx,
+                opts.disputes,
+                {fingerprint(f): f for f in findings},
+                model=resolved[coord_spec],
+                limits=limits_for("coordinator"),
+                prices=prices,
+                events=events,
+            )
+        for outcome in reply_outcomes:
+            reports.append(
+                ReviewerReport.from_usage(
+                    "coordinator:reply",
+                    model_of("coordinator"),
+                    "ok" if outcome.ok else "failed",
+                    outcome.usage,
+                    outcome.error,
+                )
+            )
     findings.sort(key=lambda f: (-_rank(f.severity), f.path, f.start_line))
     verdict = decide_verdict(findings, break_glass=break_glass, judged=judged)
     failed = [r.name for r in reports if r.status == "failed"]
@@ -439,6 +467,7 @@ async def _run_review(
         judged=judged,
         break_glass=break_glass,
         dropped_findings=dropped,
+        replies=replies,
     )
     events.emit(
         "review_finished",

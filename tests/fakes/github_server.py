@@ -22,14 +22,19 @@ Retry-After, 403 secondary rate limit, 5xx, optionally taking effect first) and 
 (connection closed without an answer); ``latency_s`` delays every call.
 
 Also served: the contents API at a commit (files base64, directory listings; ``base_files`` in
-``add_pr``, ``set_contents``), check runs listed per commit, and GitHub Enterprise paths
-(``/api/v3/...``, ``/api/graphql``). ``refuse_comments_on`` makes GitHub refuse a line the patch
+``add_pr``, ``set_contents``; each ``push`` makes the new head's tree), the comparison of two
+commits (``compare/BASE...HEAD``: status ``ahead``/``behind``/``diverged``/``identical``, the
+files between the merge base and the head, at most 300 and on the first page only; each
+commit's parent is the previous head, or the base after ``push(..., force=True)``; a commit
+forgotten with ``drop_commit`` is a 404), check runs listed per commit, and GitHub Enterprise
+paths (``/api/v3/...``, ``/api/graphql``). ``refuse_comments_on`` makes GitHub refuse a line the patch
 shows, as it sometimes does, to test the 422 fallback.
 
 Modelled like GitHub, which clients must cope with: replying to a review comment creates a
 new COMMENTED review; ``fullDatabaseId`` is a string (GraphQL BigInt); after ``push`` a thread
 whose line left the diff or changed is outdated (``line`` null). Simplified: no pending
-reviews (``event`` is required), no renames, one fake clock, ids unique across all objects; a
+reviews (``event`` is required), no renames in a pull request's files (a comparison reports a
+file moved with the same text as renamed), one fake clock, ids unique across all objects; a
 multi-line comment must stay in one hunk (unconfirmed on github.com). GraphQL: the operations
 are recognised by the field they name and read their values from ``variables`` only.
 """
@@ -99,6 +104,7 @@ class Repo:
     actions_can_approve: bool = False
     permissions: dict[str, Permission] = field(default_factory=dict)
     commits: set[str] = field(default_factory=set)
+    parents: dict[str, str | None] = field(default_factory=dict)  # commit -> parent (None: a root)
 
 
 @dataclass
@@ -431,24 +437,41 @@ class FakeGitHub:
             }
             self._pulls[(repo_name, number)] = pull
             self._repos[repo_name].commits |= {head, base}
+            self._repos[repo_name].parents.setdefault(base, None)
+            self._repos[repo_name].parents[head] = base
             return number
 
     def push(
         self, number: int, files: Mapping[str, tuple[str | None, str | None] | None], *, head_sha: str | None = None,
-        repo: str | None = None,
+        repo: str | None = None, force: bool = False,
     ) -> str:  # fmt: skip
-        """Push a new head: ``files`` replaces those paths (None drops one); threads may become outdated."""
+        """Push a new head: ``files`` replaces those paths (None drops one); threads may become outdated.
+
+        The new head's parent is the old head; ``force``: a force-push whose new head descends
+        from the base commit only (a rebase), so the old head is no longer its ancestor.
+        """
         with self._lock:
             pull = self._pull(repo, number)
             merged = dict(pull.files)
+            base_tree = self._contents.get(pull.base_sha, {})
+            tree = dict(self._contents.get(pull.head_sha, base_tree))
             for path, texts in files.items():
                 if texts is None:
                     merged.pop(path, None)
+                    tree.pop(path, None)
+                    if path in base_tree:
+                        tree[path] = base_tree[path]
                 else:
                     merged[path] = _pull_file(path, *texts)
+                    tree.pop(path, None)
+                    if texts[1] is not None:
+                        tree[path] = texts[1]
+            parent = pull.base_sha if force else pull.head_sha
             pull.files, pull.head_sha = merged, head_sha or self._new_sha()
             pull.versions[pull.head_sha] = merged
+            self._contents[pull.head_sha] = tree
             self._repos[pull.repo].commits.add(pull.head_sha)
+            self._repos[pull.repo].parents[pull.head_sha] = parent
             for thread in self._threads_of(pull):
                 self._check_outdated(pull, thread)
             return pull.head_sha
@@ -499,6 +522,13 @@ class FakeGitHub:
                     tree.pop(path, None)
                 else:
                     tree[path] = text
+
+    def drop_commit(self, sha: str, repo: str | None = None) -> None:
+        """Forget commit ``sha`` (unreachable after a force-push, then garbage-collected): compare and
+        contents answer 404 for it."""
+        with self._lock:
+            self.repo(repo).commits.discard(sha)
+            self._contents.pop(sha, None)
 
     def resolve_thread(self, thread_id: str, *, user: str, resolved: bool = True) -> None:
         """A human resolves (or unresolves) a thread."""
@@ -793,6 +823,37 @@ class FakeGitHub:
                  for n in names]  # fmt: skip
         return _Reply(200, items)
 
+    def _compare(self, call: _Call) -> _Reply:
+        """``base...head``: the commits of ``head`` since the merge base, and the files that differ between
+        the merge base and ``head`` (first page only, at most 300, as GitHub does; identical text under a
+        new name is a rename). ``per_page``/``page`` page the commits; without them, 250 at most."""
+        repo = self._repos[call.args["repo"]]
+        base, dots, head = call.args["basehead"].partition("...")
+        if not dots or not base or not head:
+            raise _Refusal(404, "Not Found")  # the fake knows only the three-dot form
+        for sha in (base, head):
+            if sha not in repo.commits or sha not in self._contents:
+                raise _Refusal(404, "Not Found")
+        base_line, head_line = _ancestry(repo, base), _ancestry(repo, head)
+        merge_base = next((c for c in head_line if c in base_line), None)
+        if merge_base is None:
+            raise _Refusal(404, f"No common ancestor between {base} and {head}.")
+        ahead, behind = head_line.index(merge_base), base_line.index(merge_base)
+        status = {(False, False): "identical", (True, False): "ahead", (False, True): "behind"}.get(
+            (ahead > 0, behind > 0), "diverged"
+        )
+        commits = [{"sha": c, "commit": {"message": f"commit {c[:7]}"}} for c in reversed(head_line[:ahead])]
+        paged = "per_page" in call.query or "page" in call.query
+        reply = self._page(call, commits) if paged else _Reply(200, commits[:250])
+        first_page = not paged or int(call.query.get("page", 1)) <= 1
+        files = _compare_files(self._contents[merge_base], self._contents[head])[:300] if first_page else []
+        reply.body = {
+            "status": status, "ahead_by": ahead, "behind_by": behind, "total_commits": ahead,
+            "base_commit": {"sha": base}, "merge_base_commit": {"sha": merge_base}, "commits": reply.body,
+            "files": files,
+        }  # fmt: skip
+        return reply
+
     def _list_check_runs(self, call: _Call) -> _Reply:
         ref = call.args["ref"]
         name = call.query.get("check_name")
@@ -1062,6 +1123,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub, _Call], _Reply]]
         ("GET", _REPO + r"/collaborators/(?P<login>[^/]+)/permission", FakeGitHub._get_permission),
         ("GET", _REPO + r"/contents(?:/(?P<path>.*))?", FakeGitHub._get_contents),
         ("GET", _REPO + r"/commits/(?P<ref>[^/]+)/check-runs", FakeGitHub._list_check_runs),
+        ("GET", _REPO + r"/compare/(?P<basehead>[^/]+)", FakeGitHub._compare),
         ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", FakeGitHub._list_issue_comments),
         ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", FakeGitHub._post_issue_comment),
         ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", FakeGitHub._patch_issue_comment),
@@ -1097,6 +1159,36 @@ def _pull_file(path: str, old: str | None, new: str | None) -> PullFile:
             hunks[-1][1].add(new_no)
             new_no += 1
     return PullFile(path, status, old, new, "\n".join(diff), hunks)
+
+
+def _ancestry(repo: Repo, sha: str) -> list[str]:
+    """``sha`` and its ancestors, nearest first (one parent each: the fake has no merge commits)."""
+    line: list[str] = []
+    current: str | None = sha
+    while current is not None and current not in line:
+        line.append(current)
+        current = repo.parents.get(current)
+    return line
+
+
+def _compare_files(old: Mapping[str, str], new: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The comparison's ``files``, by path; a file removed and one added with the same text: renamed."""
+    removed = {p: t for p, t in old.items() if p not in new}
+    items: dict[str, dict[str, Any]] = {}
+    for path in sorted(set(old) | set(new)):
+        before, after = old.get(path), new.get(path)
+        if before == after or path in removed:
+            continue
+        source = next((p for p, t in removed.items() if before is None and t == after), None)
+        if source is not None:
+            del removed[source]
+            sha = hashlib.sha1((after or "").encode()).hexdigest()
+            items[path] = {"sha": sha, "filename": path, "previous_filename": source, "status": "renamed",
+                           "additions": 0, "deletions": 0, "changes": 0}  # fmt: skip
+        else:
+            items[path] = _file_json(_pull_file(path, before, after))
+    items |= {path: _file_json(_pull_file(path, text, None)) for path, text in removed.items()}
+    return [items[path] for path in sorted(items)]
 
 
 def _comment_error(files: dict[str, PullFile], draft: Any) -> str | None:
@@ -1189,6 +1281,7 @@ def _rate_headers(path: str) -> dict[str, str]:
 def _make_handler(server: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
 
         def log_message(self, format: str, *args: Any) -> None:
             """Keep test output quiet."""

@@ -333,6 +333,51 @@ async def test_a_push_outdates_threads_whose_line_changed(gh: FakeGitHub, api: G
     await api.create_review(REPO, 7, commit_id=old_head, body="", event="COMMENT", comments=[late])
 
 
+# -- comparing two commits (what changed since the last reviewed head) ------------------------------
+async def test_compare_lists_the_files_changed_between_two_heads(gh: FakeGitHub, api: GitHubAPI) -> None:
+    number = gh.add_pr(
+        author="alice",
+        files={"app.py": (OLD, NEW), "util.py": (None, "x = 1\n"), "keep.py": (None, "k = 1\n")},
+        base_files={"README.md": "readme\n", "old_name.py": "moved = True\n"},
+    )
+    first = gh.pull(number).head_sha
+    second = gh.push(number, {"app.py": (OLD, NEW.replace("line 9\n", "line nine\n")), "util.py": None})
+    third = gh.push(number, {"old_name.py": ("moved = True\n", None), "new_name.py": (None, "moved = True\n")})
+
+    assert await api.compare(REPO, first, second) == ["app.py", "util.py"]  # util.py went away
+    assert await api.compare(REPO, second, third) == ["new_name.py", "old_name.py"]  # a rename: both paths
+    assert await api.compare(REPO, first, third) == ["app.py", "new_name.py", "old_name.py", "util.py"]
+    assert await api.compare(REPO, third, third) == []
+    [request] = gh.calls("GET", f"/compare/{first}...{second}")
+    assert request.query == {"per_page": "1"}  # the files come on the first page: one page, one commit
+
+
+async def test_compare_is_unknown_after_a_force_push_or_for_a_commit_github_lacks(
+    gh: FakeGitHub, api: GitHubAPI
+) -> None:
+    first = gh.pull(7).head_sha
+    second = gh.push(7, {"app.py": (OLD, NEW.replace("line 9\n", "line nine\n"))})
+    rebased = gh.push(7, {"app.py": (OLD, NEW.replace("line 9\n", "line 9!\n"))}, force=True)
+
+    assert await api.compare(REPO, second, rebased) is None  # diverged: the merge base is not `second`
+    assert await api.compare(REPO, second, first) is None  # behind: the head went back
+    assert await api.compare(REPO, first, second) == ["app.py"]
+    gh.drop_commit(second)
+    assert await api.compare(REPO, second, rebased) is None  # 404
+    assert await api.compare(REPO, "0" * 40, rebased) is None
+    assert [r.status for r in gh.calls("GET", "/compare/")] == [200, 200, 200, 404, 404]
+
+
+async def test_compare_at_githubs_300_file_cap_is_unknown(gh: FakeGitHub, api: GitHubAPI) -> None:
+    first = gh.pull(7).head_sha
+    wide = gh.push(7, {f"gen/m{i:03}.py": (None, f"x = {i}\n") for i in range(299)})
+    wider = gh.push(7, {f"gen/n{i:03}.py": (None, f"y = {i}\n") for i in range(301)})
+
+    assert len(await api.compare(REPO, first, wide) or []) == 299
+    assert await api.compare(REPO, wide, wider) is None  # 300 listed, more changed: the list may be cut
+    assert len(gh.calls("GET", f"/compare/{wide}...{wider}")) == 1  # files are never on a second page
+
+
 # -- check runs --------------------------------------------------------------------------------
 async def test_120_annotations_take_three_requests(gh: FakeGitHub, api: GitHubAPI) -> None:
     head = gh.pull(7).head_sha

@@ -61,11 +61,13 @@ def run(
     iid: int = 7,
     tools: bool = True,
     resolvers: list[ScriptedResolver] | None = None,
+    coordinator: Sequence[Step] | None = None,
 ) -> tuple[int, str, str]:
     """One ``codejury review`` run; ``tools=False`` puts the shared context in the recorded prompts,
     and ``resolvers`` receives the run's scripted models (their prompts)."""
     script = list(reviewer) if reviewer is not None else [Final(list(findings or []))]
-    resolver = ScriptedResolver({"reviewer": script, "coordinator": [Raw({"decisions": []})]}, tools=tools)
+    judge = list(coordinator) if coordinator is not None else [Raw({"decisions": []})]
+    resolver = ScriptedResolver({"reviewer": script, "coordinator": judge}, tools=tools)
     if resolvers is not None:
         resolvers.append(resolver)
     monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)

@@ -31,6 +31,7 @@ BOUNDARY_TAGS: tuple[str, ...] = (
     "reviewer_findings",
     "shared_context",
     "tool_result",
+    "thread_reply",
 )
 _TAG_RE = re.compile(
     r"<\s*/?\s*(?:" + "|".join(BOUNDARY_TAGS) + r")\b[^>]*>",

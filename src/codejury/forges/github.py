@@ -11,7 +11,9 @@
   AGENTS.md / CLAUDE.md and ``.codejury/{reviewers,rules}`` are prefetched through the
   contents API (``change.base``). ``load_previous`` reads the bot's summary (an issue
   comment), its review threads (GraphQL, with resolution and replies) and its approval;
-  markers count only on comments the bot's own login wrote.
+  markers count only on comments the bot's own login wrote. ``load_change`` reads it first, so
+  reviewers are told what the last review found and which files changed since its head commit
+  (the compare API; unknown when that commit is gone or was force-pushed over).
 - ``publish`` posts ONE review carrying every new inline comment and the approval event
   (APPROVE / REQUEST_CHANGES / COMMENT), each line checked against the patch first; a 422
   for a line off the diff moves the refused comments to the summary and retries once; a
@@ -343,10 +345,17 @@ class GitHubPullRequest:
         return ChangeSet(files=files, meta=meta, root=root, base=await self._base(pull.base_sha))
 
     async def _changed_since(self, previous: PreviousState) -> list[str] | None:
-        """Files changed since the last reviewed head; None when unknown (GitHub's compare is not read yet)."""
-        if previous.state is None or not self.head_sha:
+        """Files changed between the last reviewed head and this one; None when GitHub cannot say.
+
+        Unknown: that commit is gone or no longer an ancestor of the head (a force-push), or the
+        comparison is too large to be listed whole (``GitHubAPI.compare``).
+        """
+        state = previous.state
+        if state is None or not state.head_sha or not self.head_sha:
             return None
-        return [] if previous.state.head_sha == self.head_sha else None
+        if state.head_sha == self.head_sha:
+            return []
+        return await self.api.compare(self.target.repo, state.head_sha, self.head_sha)
 
     async def _human_comments(self, bodies: Sequence[tuple[str, str]]) -> tuple[list[str], list[str], list[str]]:
         comments: list[str] = []
@@ -427,9 +436,12 @@ class GitHubPullRequest:
 
     async def _thread(self, thread: ReviewThread, key: str, start: int, end: int, title: str) -> PreviousThread:
         replies = []
-        for comment in thread.comments[1:]:
+        last = len(thread.comments) - 1
+        for index, comment in enumerate(thread.comments[1:], 1):
             is_bot = same_login(comment.author, self.me)
-            can_write = not is_bot and bool(WONT_FIX.match(comment.body)) and await self._can_write(comment.author)
+            # Access matters for a won't-fix, and for the last reply of an open thread (a dispute).
+            asks = bool(WONT_FIX.match(comment.body)) or (index == last and not thread.is_resolved)
+            can_write = not is_bot and asks and await self._can_write(comment.author)
             replies.append(Reply(comment.author, comment.body, is_bot=is_bot, can_write=can_write))
         if thread.resolved_by is not None:
             by_human = thread.is_resolved and not same_login(thread.resolved_by, self.me)
@@ -632,6 +644,8 @@ class GitHubPullRequest:
             if thread is None or not thread.bot_said(update.note):
                 await self.api.reply_to_thread(update.thread_id, update.note)
                 self.posted.append(f"reply in a thread ({update.reason})")
+            if not update.resolve:
+                continue
             known = self._threads.get(update.thread_id)
             if (known is not None and not known.viewer_can_resolve) or "resolve" in self._warned:
                 self._cannot_resolve()

@@ -45,6 +45,7 @@ DEFAULT_API_URL = "https://api.github.com"
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
 TOKEN_HINT = "GITHUB_TOKEN or CODEJURY_GITHUB_TOKEN"
 MAX_ANNOTATIONS_PER_REQUEST = 50
+COMPARE_MAX_FILES = 300  # GitHub lists at most 300 files of a comparison, on its first page only
 SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when it gives no hint
 _MAX_PAGES = 500
 _STATUSES: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed", "copied": "copied"}
@@ -420,6 +421,37 @@ class GitHubAPI:
         """``admin``, ``write``, ``read`` or ``none``: whose comments and approvals count."""
         data = await self._json("GET", f"/repos/{repo}/collaborators/{quote(login, safe='')}/permission")
         return str(data.get("permission") or "none")
+
+    async def compare(self, repo: str, base: str, head: str) -> list[str] | None:
+        """Paths that differ between commit ``base`` and its descendant ``head``; None when unknown.
+
+        ``GET /repos/{repo}/compare/{base}...{head}`` diffs the merge base against ``head``, which is
+        ``base`` itself only when ``head`` descends from it (status ``ahead`` or ``identical``).
+        Unknown: a commit GitHub does not have (404, e.g. garbage-collected after a force-push;
+        422), histories that diverged or went back (a rebase, a force-push: the merge base is not
+        ``base``), and a list at GitHub's cap of 300 files, which may be cut: the files come on the
+        first page only and are never paginated (``per_page``/``page`` page the commits), so one
+        page of one commit is asked for. A renamed file gives both its paths.
+        """
+        path = f"/repos/{repo}/compare/{quote(base, safe='')}...{quote(head, safe='')}"
+        try:
+            response = await self._request("GET", path, params={"per_page": 1})
+        except GitHubRefused as exc:
+            if exc.status in (404, 422):
+                return None
+            raise
+        data = _decode(response)
+        if not isinstance(data, dict) or data.get("status") not in ("ahead", "identical"):
+            return None
+        files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+        if len(files) >= COMPARE_MAX_FILES:
+            return None
+        paths: list[str] = []
+        for item in files:
+            for found in (item.get("filename"), item.get("previous_filename")):
+                if isinstance(found, str) and found and found not in paths:
+                    paths.append(found)
+        return paths
 
     # -- repository files at one commit (the base side: config and instructions) -------------------
     async def file_text(self, repo: str, path: str, ref: str) -> str | None:

@@ -312,9 +312,12 @@ class GitLabMergeRequest:
         start_info = (position.get("line_range") or {}).get("start") or {}
         start = int(start_info.get("new_line") or end)
         replies = []
-        for note in discussion.notes[1:]:
+        last = len(discussion.notes) - 1
+        for index, note in enumerate(discussion.notes[1:], 1):
             is_bot = note.author.id == self.me.id
-            can_write = not is_bot and bool(WONT_FIX.match(note.body)) and await self._can_write(note.author)
+            # Access matters for a won't-fix, and for the last reply of an open thread (a dispute).
+            asks = bool(WONT_FIX.match(note.body)) or (index == last and not discussion.resolved)
+            can_write = not is_bot and asks and await self._can_write(note.author)
             replies.append(Reply(note.author.username, note.body, is_bot=is_bot, can_write=can_write))
         return PreviousThread(
             id=discussion.id,
@@ -390,6 +393,9 @@ class GitLabMergeRequest:
                 thread = threads.get(update.thread_id)
                 if thread is None or not thread.bot_said(update.note):
                     await self.api.reply(project, iid, update.thread_id, update.note)
+                if not update.resolve:
+                    self.posted.append("answered a reply")
+                    return
                 await self.api.resolve_discussion(project, iid, update.thread_id)
                 self.posted.append(f"resolved a thread ({update.reason})")
 

@@ -39,7 +39,15 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from codejury.change.types import ChangeSet, FileChange, PreviousReview, PriorFinding
-from codejury.findings import SEVERITY_RANK, Finding, Review, ReviewerReport, Severity
+from codejury.findings import (
+    SEVERITY_RANK,
+    Disagreement,
+    Finding,
+    ReplyVerdict,
+    Review,
+    ReviewerReport,
+    Severity,
+)
 from codejury.fingerprint import unique_fingerprints
 from codejury.forges.markers import (
     FindingStatus,
@@ -114,6 +122,37 @@ class PreviousThread:
     def bot_said(self, note: str) -> bool:
         return any(r.is_bot and r.body == note for r in self.replies)
 
+    def dispute(self) -> Reply | None:
+        """The reply awaiting the coordinator: an open thread the bot never answered, whose last reply
+        comes from someone with write access and is not a won't-fix (that one dismisses on its own)."""
+        if self.resolved or not self.replies or any(r.is_bot for r in self.replies):
+            return None
+        last = self.replies[-1]
+        if not last.can_write or WONT_FIX.match(last.body) or not last.body.strip():
+            return None
+        return last
+
+
+def disputes(previous: PreviousState) -> list[Disagreement]:
+    """The replies disputing the bot's open threads, for the coordinator to judge (``ReviewOptions.disputes``)."""
+    out: list[Disagreement] = []
+    for thread in previous.threads:
+        reply = thread.dispute()
+        if reply is not None:
+            out.append(
+                Disagreement(
+                    thread_id=thread.id,
+                    fingerprint=thread.fingerprint,
+                    path=thread.path,
+                    start_line=thread.start_line,
+                    end_line=thread.end_line,
+                    title=thread.title,
+                    author=reply.author,
+                    reply=reply.body,
+                )
+            )
+    return out
+
 
 @dataclass(frozen=True)
 class PreviousState:
@@ -156,11 +195,12 @@ class InlineComment:
 
 @dataclass(frozen=True)
 class ThreadUpdate:
-    """Reply ``note`` in a thread (unless the bot already said it) and resolve it."""
+    """Reply ``note`` in a thread (unless the bot already said it), then resolve it unless ``resolve`` is False."""
 
     thread_id: str
     note: str
-    reason: Literal["fixed", "dismissed"]
+    reason: Literal["fixed", "dismissed", "answered"]
+    resolve: bool = True
 
 
 @dataclass(frozen=True)
@@ -285,14 +325,31 @@ class _Tally:
 
 
 def _review_threads(
-    current: Mapping[str, Finding], files: Mapping[str, FileChange], previous: PreviousState, head_sha: str
+    current: Mapping[str, Finding],
+    files: Mapping[str, FileChange],
+    previous: PreviousState,
+    head_sha: str,
+    replies: Sequence[ReplyVerdict] = (),
 ) -> _Tally:
     tally = _Tally(statuses=dict(previous.state.findings) if previous.state else {})
     by_fp: dict[str, list[PreviousThread]] = {}
     for thread in previous.threads:
         by_fp.setdefault(thread.fingerprint, []).append(thread)
+    verdicts = {v.thread_id: v for v in replies}
     for fp, threads in by_fp.items():
         finding = current.get(fp)
+        judged = [(t, r, verdicts[t.id]) for t in threads if t.id in verdicts and (r := t.dispute()) is not None]
+        agreed = [(r.author, v.message) for _, r, v in judged if v.decision == "resolve"]
+        if agreed:
+            # The coordinator read the dispute and agreed: resolved with its reason, not raised again.
+            author, reason = agreed[0]
+            tally.statuses[fp] = "dismissed"
+            tally.dismissed[fp] = author
+            note = f"Resolved after the reply: {safe_text(reason).strip()}"
+            tally.resolve += [ThreadUpdate(t.id, note, "dismissed") for t in threads if not t.resolved]
+            continue
+        for thread, _, verdict in judged:
+            tally.resolve.append(ThreadUpdate(thread.id, safe_text(verdict.message).strip(), "answered", resolve=False))
         dismissals = [(t, w) for t in threads if (w := t.dismissed_by())]
         worst = max((_rank(t.severity) for t, _ in dismissals), default=0)
         who = dismissals[0][1] if dismissals else None
@@ -339,7 +396,7 @@ def plan_publish(
     fps = unique_fingerprints(review.findings)
     current = dict(zip(fps, review.findings, strict=True))
     prev_status = dict(previous.state.findings) if previous.state else {}
-    tally = _review_threads(current, by_path, previous, options.head_sha)
+    tally = _review_threads(current, by_path, previous, options.head_sha, review.replies)
     inline_candidates: list[tuple[str, Finding, tuple[int, int]]] = []
     summary_only: list[tuple[Finding, str]] = []
     shown: list[tuple[str, Finding]] = []
