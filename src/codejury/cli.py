@@ -306,7 +306,13 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
                         return plan_publish(result, change.files, previous, again)
 
                     posted = await mr.publish(plan, replan)
-                    opts.events.emit("published", forge="gitlab", posted=len(posted), approval=plan.approval)
+                    opts.events.emit(
+                        "published",
+                        forge="gitlab",
+                        posted=len(posted),
+                        approval=plan.approval,
+                        break_glass_by=list(mr.break_glass_by),
+                    )
                     _err(f"published on {mr.web_url}: {', '.join(posted) if posted else 'nothing new to post'}")
         except ForgeError as exc:
             done = f"; already posted: {', '.join(mr.posted)}" if mr.posted else "; nothing was posted"
@@ -358,7 +364,13 @@ async def _review_pull_request(env: dict[str, str], f: ReviewFlags, target: Any)
                         result, change.files, previous, fail_on=settings.fail_on, approve=settings.approve,
                         max_inline=f.max_inline,
                     )  # fmt: skip
-                    opts.events.emit("published", forge="github", posted=len(pr.posted), approval=plan.approval)
+                    opts.events.emit(
+                        "published",
+                        forge="github",
+                        posted=len(pr.posted),
+                        approval=plan.approval,
+                        break_glass_by=list(pr.break_glass_by),
+                    )
                     if not pr.read_only:
                         done = ", ".join(pr.posted) if pr.posted else "nothing new to post"
                         _err(f"published on {pr.web_url}: {done}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -226,13 +227,17 @@ CRITICAL = model_finding("app.py", 5, "Remote code execution", severity="critica
 
 
 def test_break_glass_by_a_developer_forces_approval_and_is_named(
-    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     gl.add_note(1, 7, "We ship tonight.\nbreak glass", author="alice")
-    code, _, err = run(gl, monkeypatch, [CRITICAL], "--publish")
+    log = tmp_path / "events.jsonl"
+    code, _, err = run(gl, monkeypatch, [CRITICAL], "--publish", "--events", str(log))
     assert code == 0, err
     assert gl.approvals(1, 7) == [FakeGitLab.BOT]
     assert "Break glass** invoked by alice" in summary(gl)["body"]
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(e["type"] == "break_glass" and e["source"] == "comment" for e in events)
+    assert [e["break_glass_by"] for e in events if e["type"] == "published"] == [["alice"]]
 
 
 def test_break_glass_by_a_reporter_is_ignored_and_said_so(gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch) -> None:
