@@ -10,6 +10,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from codejury.errors import InputError, ReviewFailed
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
+from codejury.render.markdown import render_review_markdown
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 from tests.fakes.scripted import Fail, Final, Raw, ToolCall, finding
 
@@ -346,3 +347,5 @@ async def test_a_5_mb_file_is_cut_to_fit_a_small_context_and_still_reviewed(tmp_
     assert len(prompt) < 40_000  # fits the 8k-token embedded context
     assert "left out to fit" in prompt or "cut to fit" in prompt
     assert isinstance(review, Review) and [f.start_line for f in review.findings] == [10]
+    assert "app/values.py" in review.cut_files, "the review says what its reviewers did not see"
+    assert "Cut to fit the model's context" in render_review_markdown(review)

@@ -195,6 +195,8 @@ class Review(BaseModel):
     judged: bool = True
     break_glass: bool = False
     dropped_findings: dict[str, int] = Field(default_factory=dict)
+    cut_files: list[str] = Field(default_factory=list)
+    """Files whose patch was cut or left out of some reviewer's prompt to fit its model's context."""
     replies: list[ReplyVerdict] = Field(default_factory=list)
     """Decisions on human replies that disputed earlier findings (forge re-reviews only; not in the JSON)."""
 

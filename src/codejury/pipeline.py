@@ -371,6 +371,9 @@ async def _run_review(
                     )
                 else:
                     findings.append(anchored)
+    cut_files = sorted({path for outcome in outcomes.values() for path in outcome.cut})
+    if cut_files:
+        events.emit("context_cut", files=cut_files)
     ok_names = [r.name for r in reports if r.status == "ok"]
     if not ok_names:
         failures = "; ".join(f"{r.name}: {r.error}" for r in reports)
@@ -468,6 +471,7 @@ async def _run_review(
         break_glass=break_glass,
         dropped_findings=dropped,
         replies=replies,
+        cut_files=cut_files,
     )
     events.emit(
         "review_finished",

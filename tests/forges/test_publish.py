@@ -177,9 +177,11 @@ def test_the_summary_states_what_was_covered() -> None:
         break_glass=True,
         reviewers=[OK, ReviewerReport(name="security", model="m", status="failed", error="timeout @all")],
         skipped_files=[{"path": "uv.lock", "reason": "lock file"}],
+        cut_files=["data/huge.sql"],
     )
     body = plan(rev, break_glass_by=("bob",), line_url=lambda p, s, e: f"https://gl/x/-/blob/{HEAD}/{p}#L{s}").summary
-    for needle in ("Approved with comments", HEAD[:12], "invoked by bob", "security failed", "uv.lock", "lock file"):
+    needles = ("Approved with comments", HEAD[:12], "invoked by bob", "security failed", "uv.lock", "lock file")
+    for needle in (*needles, "Cut to fit the model's context (1)", "data/huge.sql"):
         assert needle in body
     assert "Files reviewed (1)" in body and "tier lite" in body and "](https://gl/x/-/blob/" in body
     assert check_published(body) == []

@@ -167,24 +167,29 @@ def tool_task(files: Sequence[FileChange], *, title: str) -> str:
     )
 
 
-def inline_change(context: str, patches: Sequence[tuple[str, str]], *, budget_chars: int) -> str:
-    """The change with its numbered patches inline (models without reliable tools).
+def inline_change(
+    context: str, patches: Sequence[tuple[str, str]], *, budget_chars: int
+) -> tuple[str, list[str]]:
+    """The change with its numbered patches inline (models without reliable tools), and the cut paths.
 
-    Patches beyond ``budget_chars`` are cut, and the cut is said, so the prompt fits the context.
+    Patches beyond ``budget_chars`` are cut, and the cut is said, so the prompt fits the context;
+    the paths whose patch was cut or left out come back so the review can say what it did not see.
     """
     out = [context.strip(), "", "Numbered patches (the number is the line on the NEW side):"]
     used = len(context)
-    for path, text in patches:
+    cut: list[str] = []
+    for index, (path, text) in enumerate(patches):
         block = fence("patch", f"file: {path}\n{text}")
         if used + len(block) > budget_chars:
             room = budget_chars - used - 200
             if room > 400:
                 out.append(fence("patch", f"file: {path}\n{text[:room]}\n[... patch cut to fit the context]"))
             out.append("[Some patches were left out to fit the model's context.]")
+            cut = [p for p, _ in patches[index:]]
             break
         out.append(block)
         used += len(block)
-    return "\n\n".join(out) + "\n"
+    return "\n\n".join(out) + "\n", cut
 
 
 def inline_task(reviewer_prompt: str, *, noted: bool = False) -> str:

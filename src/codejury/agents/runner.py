@@ -66,6 +66,8 @@ class AgentOutcome:
     usage: Usage
     error: str | None = None
     requests: list[int] = field(default_factory=list)
+    cut: list[str] = field(default_factory=list)
+    """Paths whose patch was cut or left out of the prompt to fit the model's context."""
 
     @property
     def ok(self) -> bool:
@@ -104,6 +106,7 @@ async def run_agent(
 ) -> AgentOutcome:
     """Run one agent over the change and return its validated output or a one-line error."""
     run_usage = RunUsage()
+    cut: list[str] = []
     started = time.monotonic()
     events.emit("agent_started", agent=name, model=model.spec)
     own_deadline = started + limits.timeout_s
@@ -111,7 +114,9 @@ async def run_agent(
     token = DEADLINE.set(own_deadline if outer is None else min(outer, own_deadline))
     try:
         async with asyncio.timeout(limits.timeout_s):
-            output = await _run(ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage)
+            output = await _run(
+                ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage, cut
+            )
         error = None
     except TimeoutError:
         output, error = None, f"timed out after {limits.timeout_s:g}s"
@@ -134,7 +139,7 @@ async def run_agent(
         error=error,
         **usage.model_dump(),
     )
-    return AgentOutcome(output=output, usage=usage, error=error)
+    return AgentOutcome(output=output, usage=usage, error=error, cut=cut)
 
 
 async def _run(
@@ -146,6 +151,7 @@ async def _run(
     allowed_tools: frozenset[str],
     limits: Limits,
     run_usage: RunUsage,
+    cut: list[str],
 ) -> OutputT:
     profile = model.profile
     usage_limits = UsageLimits(
@@ -174,7 +180,8 @@ async def _run(
         # Models that cache only their last prompt: [shared rules][this change][this agent's focus].
         budget = max(2_000, (profile.context_window - profile.max_output_tokens - 1_200) * 3)
         static = prompts.static_prompt(ctx.shared_rules, ctx.sections, "")
-        change = prompts.inline_change(ctx.shared_context, ctx.patches, budget_chars=budget - len(static))
+        change, left_out = prompts.inline_change(ctx.shared_context, ctx.patches, budget_chars=budget - len(static))
+        cut.extend(left_out)
         noted = output_type is ReviewerOutput
         inline_type: type[BaseModel] = NotedReviewerOutput if noted else output_type
         inline_agent: Agent[None, BaseModel] = Agent(

@@ -621,6 +621,10 @@ def _summary(
         f"Files skipped ({len(review.skipped_files)})",
         [f"- {inline_code(s.path)}: {safe_line(s.reason)}" for s in review.skipped_files],
     )
+    lines += _details(
+        f"Cut to fit the model's context ({len(review.cut_files)}): reviewers saw part or none of these",
+        [f"- {inline_code(p)}" for p in review.cut_files],
+    )
     if review.dropped_findings:
         total = sum(review.dropped_findings.values())
         lines += [f"{total} finding(s) dropped by the judge.", ""]

@@ -134,6 +134,13 @@ def render_review_markdown(review: Review) -> str:
         total = sum(review.dropped_findings.values())
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         lines += [f"{_plural(total, 'finding')} dropped ({parts}).", ""]
+    if review.cut_files:
+        shown = ", ".join(code_span(p) for p in review.cut_files[:20])
+        more = f" and {len(review.cut_files) - 20} more" if len(review.cut_files) > 20 else ""
+        lines += [
+            f"Cut to fit the model's context (reviewers saw part or none of these): {shown}{more}.",
+            "",
+        ]
     lines += _skipped(review.skipped_files)
     lines += _usage_table(review)
     u = review.usage
