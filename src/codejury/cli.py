@@ -16,7 +16,7 @@ import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -31,6 +31,11 @@ from codejury.pipeline import ReviewOptions, review
 from codejury.plugins import collect_registry, make_plugin_manager
 from codejury.record.events import EventLog
 from codejury.settings_loader import load_settings, parse_assignments
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from codejury.forges.publish import Forge
 
 SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_KEY")
 
@@ -250,133 +255,83 @@ def _options(
 
 
 async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
-    """``--url`` / ``--publish``: review a GitLab merge request through its API, print it, maybe post it."""
-    from dataclasses import replace
-
+    """``--url`` / ``--publish``: review a GitLab merge request or a GitHub pull request through its API."""
     from codejury.errors import InputError
-    from codejury.forges.errors import ForgeError
-    from codejury.forges.gitlab import GitLabMergeRequest, target_from_env, target_from_url
-    from codejury.forges.publish import PlanOptions, PreviousState, PublishPlan, disputes, plan_publish
 
     if f.diff_file or f.working_tree or f.base_ref or f.head_ref:
         raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
-    pull_request = _github_target(f.url, env)
+    return await _review_on_forge(env, f, _forge(f.url, env))
+
+
+def _forge(url: str | None, env: dict[str, str]) -> Callable[[], Forge]:
+    """How to open the adapter for the pull request (GitHub) or merge request (GitLab) of ``--url`` or
+    of this CI run: the target is found now, the adapter (and its HTTP client) made when the review starts."""
+    from functools import partial
+
+    from codejury.errors import InputError
+    from codejury.forges import github, gitlab
+
+    if url:
+        pull_request = github.target_from_url(url, env) if github.is_pull_request_url(url) else None
+    else:
+        pull_request = github.target_from_env(env)
     if pull_request is not None:
-        return await _review_pull_request(env, f, pull_request)
-    target = target_from_url(f.url, env) if f.url else target_from_env(env)
+        return partial(github.GitHubPullRequest, pull_request, env=env, warn=_err)
+    target = gitlab.target_from_url(url, env) if url else gitlab.target_from_env(env)
     if target is None:
         raise InputError(
             "--publish needs --url URL, a GitLab merge request pipeline (merge_request_event) "
             "or a GitHub pull request workflow (pull_request)"
         )
-    renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
-    async with GitLabMergeRequest(target, env=env, warn=_err) as mr:
-        try:
-            with ExitStack() as stack:
-                change = await mr.load_change()
-                if not change.files:
-                    raise InputError("the merge request has no changes: there is nothing to review")
-                settings, opts = _options(change, env, f, stack)
-                previous = await mr.load_previous() if f.publish else PreviousState()
-                opts.disputes = disputes(previous)
-                try:
-                    result = await review(change, opts)
-                except ReviewFailed as exc:
-                    if f.publish:
-                        await mr.publish_failure(previous, f"no reviewer succeeded ({exc})", mr.head_sha)
-                        _err(f"posted the failure note on {mr.web_url}")
-                    raise
-                fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
-                _emit(result, fmt, f.output, renderers)
-                if f.publish and isinstance(result, Review):
-                    options = PlanOptions(
-                        head_sha=mr.head_sha,
-                        max_inline=f.max_inline,
-                        approve=settings.approve,
-                        break_glass_by=mr.break_glass_by,
-                        break_glass_ignored=mr.break_glass_ignored,
-                        line_url=mr.line_url,
-                    )
-                    plan = plan_publish(result, change.files, previous, options)
-
-                    def replan(refused: frozenset[str], notices: tuple[str, ...]) -> PublishPlan:
-                        again = replace(options, refused=refused, notices=notices)
-                        return plan_publish(result, change.files, previous, again)
-
-                    posted = await mr.publish(plan, replan)
-                    opts.events.emit(
-                        "published",
-                        forge="gitlab",
-                        posted=len(posted),
-                        approval=plan.approval,
-                        break_glass_by=list(mr.break_glass_by),
-                    )
-                    _err(f"published on {mr.web_url}: {', '.join(posted) if posted else 'nothing new to post'}")
-        except ForgeError as exc:
-            done = f"; already posted: {', '.join(mr.posted)}" if mr.posted else "; nothing was posted"
-            message = f"{exc}{done} (a re-run completes it without duplicates)" if mr.posted else f"{exc}{done}"
-            raise type(exc)(message, status=exc.status) from exc
-    if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
-        return 1
-    return 0
+    return partial(gitlab.GitLabMergeRequest, target, env=env, warn=_err)
 
 
-def _github_target(url: str | None, env: dict[str, str]) -> Any:
-    """The GitHub pull request of ``--url`` or of this Actions run; None: not GitHub (GitLab's turn)."""
-    from codejury.forges import github
-
-    if url:
-        return github.target_from_url(url, env) if github.is_pull_request_url(url) else None
-    return github.target_from_env(env)
-
-
-async def _review_pull_request(env: dict[str, str], f: ReviewFlags, target: Any) -> int:
-    """``--url`` / ``--publish`` on GitHub: review a pull request through its API, print it, maybe post it."""
+async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Callable[[], Forge]) -> int:
+    """Review the forge's change, print it and, with ``--publish``, post it (or the failure note)."""
     from codejury.errors import InputError
     from codejury.forges.errors import ForgeError
-    from codejury.forges.github import GitHubPullRequest
     from codejury.forges.publish import PreviousState, disputes
 
     renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
-    async with GitHubPullRequest(target, env=env, warn=_err) as pr:
+    async with open_forge() as forge:
         try:
             with ExitStack() as stack:
-                change = await pr.load_change()
+                change = await forge.load_change()
                 if not change.files:
-                    raise InputError("the pull request has no changes: there is nothing to review")
+                    raise InputError(f"the {forge.noun} has no changes: there is nothing to review")
                 settings, opts = _options(change, env, f, stack)
-                previous = await pr.load_previous() if f.publish else PreviousState()
+                previous = await forge.load_previous() if f.publish else PreviousState()
                 opts.disputes = disputes(previous)
                 try:
                     result = await review(change, opts)
                 except ReviewFailed as exc:
                     if f.publish:
-                        await pr.publish_failure(previous, f"no reviewer succeeded ({exc})", pr.head_sha)
-                        if not pr.read_only:
-                            _err(f"posted the failure note on {pr.web_url}")
+                        await forge.publish_failure(previous, f"no reviewer succeeded ({exc})", forge.head_sha)
+                        if not forge.read_only:
+                            _err(f"posted the failure note on {forge.web_url}")
                     raise
                 fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
                 _emit(result, fmt, f.output, renderers)
                 if f.publish and isinstance(result, Review):
-                    plan = await pr.publish_review(
+                    plan = await forge.publish_review(
                         result, change.files, previous, fail_on=settings.fail_on, approve=settings.approve,
                         max_inline=f.max_inline,
                     )  # fmt: skip
                     opts.events.emit(
                         "published",
-                        forge="github",
-                        posted=len(pr.posted),
+                        forge=forge.forge_name,
+                        posted=len(forge.posted),
                         approval=plan.approval,
-                        break_glass_by=list(pr.break_glass_by),
+                        break_glass_by=list(forge.break_glass_by),
                     )
-                    if not pr.read_only:
-                        done = ", ".join(pr.posted) if pr.posted else "nothing new to post"
-                        _err(f"published on {pr.web_url}: {done}")
+                    if not forge.read_only:
+                        done = ", ".join(forge.posted) if forge.posted else "nothing new to post"
+                        _err(f"published on {forge.web_url}: {done}")
         except ForgeError as exc:
-            done = f"; already posted: {', '.join(pr.posted)}" if pr.posted else "; nothing was posted"
-            message = f"{exc}{done} (a re-run completes it without duplicates)" if pr.posted else f"{exc}{done}"
+            done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
+            message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
             raise type(exc)(message, status=exc.status) from exc
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1

@@ -35,8 +35,12 @@ new COMMENTED review; ``fullDatabaseId`` is a string (GraphQL BigInt); after ``p
 whose line left the diff or changed is outdated (``line`` null). Simplified: no pending
 reviews (``event`` is required), no renames in a pull request's files (a comparison reports a
 file moved with the same text as renamed), one fake clock, ids unique across all objects; a
-multi-line comment must stay in one hunk (unconfirmed on github.com). GraphQL: the operations
-are recognised by the field they name and read their values from ``variables`` only.
+multi-line comment must stay in one hunk (unconfirmed on github.com). GraphQL: a query is
+recognised by the field it names; a mutation document is parsed (``_parse_mutation``): several
+top-level fields, aliased or not, run in order, each failure an ``errors`` entry whose ``path``
+is its alias and whose value in ``data`` is null. As GitHub does, the fake refuses the whole
+document for an unknown field, a variable used but not declared, or a declared non-null
+variable not sent; it also refuses values written into the document (send variables).
 """
 
 from __future__ import annotations
@@ -50,15 +54,15 @@ import hashlib
 import json
 import re
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from tests.fakes.loopback import LoopbackServer, QuietHandler
 
 Permission = Literal["admin", "write", "read", "none"]
 TokenKind = Literal["actions", "fork", "pat"]
@@ -294,8 +298,10 @@ class _Call:
 
 
 # -- the server ---------------------------------------------------------------------------------
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """Stateful GitHub REST + GraphQL fake on a free loopback port (see the module docstring)."""
+
+    thread_name = "fake-github"
 
     def __init__(self, repo: str = "octo/app", *, latency_s: float = 0.0) -> None:
         self._lock = threading.RLock()
@@ -316,39 +322,14 @@ class FakeGitHub:
         self._requests: list[RecordedRequest] = []
         self._contents: dict[str, dict[str, str]] = {}  # commit sha -> path -> text
         self._refused_lines: set[tuple[str, int]] = set()
-        self.stopping = threading.Event()
         self._users[ACTIONS_LOGIN] = User(ACTIONS_LOGIN, ACTIONS_USER_ID, bot=True)
         self.add_repo(repo)
-        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(_make_handler(self))
 
-    # -- lifecycle and addresses ------------------------------------------------------------------
-    def start(self) -> FakeGitHub:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-github", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port (safe when never started, and when called twice)."""
-        self.stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeGitHub:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
+    # -- addresses --------------------------------------------------------------------------------
     @property
     def api_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self.origin
 
     @property
     def graphql_url(self) -> str:
@@ -1036,6 +1017,9 @@ class FakeGitHub:
     def _graphql(self, call: _Call) -> _Reply:
         query = call.field("query") or ""
         variables = call.field("variables") or {}
+        if re.match(r"\s*mutation\b", query):
+            assert call.token is not None
+            return self._gql_mutations(call.token, query, variables)
         for field_name, name, operation in _GRAPHQL_FIELDS:
             if re.search(rf"\b{field_name}\b", query):
                 assert call.token is not None
@@ -1045,6 +1029,23 @@ class FakeGitHub:
                     error = {"type": exc.kind, "path": [name], "message": str(exc)}
                     return _Reply(200, {"data": {name: None}, "errors": [error]})
         return _Reply(200, {"errors": [{"message": "the fake GitHub does not know this operation"}]})
+
+    def _gql_mutations(self, token: Token, query: str, variables: dict[str, Any]) -> _Reply:
+        """Run a mutation document's fields in order, each with its own arguments (from ``variables``)."""
+        try:
+            fields = _parse_mutation(query, variables)
+        except _GraphQLError as exc:
+            return _Reply(200, {"errors": [{"message": str(exc), "extensions": {"code": exc.kind}}]})
+        data: dict[str, Any] = {}
+        errors: list[dict[str, Any]] = []
+        for key, name, arguments in fields:
+            operation = _MUTATIONS[name]
+            try:
+                data[key] = operation(self, token, {"input": arguments}, query)
+            except _GraphQLError as exc:
+                data[key] = None
+                errors.append({"type": exc.kind, "path": [key], "message": str(exc)})
+        return _Reply(200, {"data": data, "errors": errors} if errors else {"data": data})
 
     def _gql_threads(self, token: Token, variables: dict[str, Any], query: str) -> Any:
         owner, name, number = (_variable(variables, key) for key in ("owner", "name", "number"))
@@ -1111,6 +1112,84 @@ _GRAPHQL_FIELDS: list[tuple[str, str, Callable[[FakeGitHub, Token, dict[str, Any
     ("addPullRequestReviewThreadReply", "addPullRequestReviewThreadReply", FakeGitHub._gql_reply),
     ("reviewThreads", "repository", FakeGitHub._gql_threads),
 ]
+_MUTATIONS: dict[str, Callable[[FakeGitHub, Token, dict[str, Any], str], Any]] = {
+    "unresolveReviewThread": FakeGitHub._gql_unresolve,
+    "resolveReviewThread": FakeGitHub._gql_resolve,
+    "addPullRequestReviewThreadReply": FakeGitHub._gql_reply,
+}
+_OPERATION = re.compile(r"\s*mutation\b\s*(?:\w+)?\s*(?:\((?P<declared>[^)]*)\))?\s*\{")
+_FIELD = re.compile(r"[\s,]*(?:(?P<alias>\w+)\s*:\s*)?(?P<name>\w+)\s*")
+_ARGUMENT = re.compile(r"(?P<key>\w+)\s*:\s*(?P<value>\$\w+|\{|[^\s,}{)]+|\"(?:[^\"\\]|\\.)*\")")
+
+
+def _closing(text: str, start: int, opening: str, closing: str) -> int:
+    """The index just past the bracket that closes ``text[start]`` (strings skipped)."""
+    depth, index, in_string = 0, start, False
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == opening:
+            depth += 1
+        elif char == closing:
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    raise _GraphQLError("PARSE_ERROR", f"Parse error: expected {closing!r} before the end of the document")
+
+
+def _parse_mutation(query: str, variables: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(response key, field, arguments)`` per top-level field, the arguments' values taken from ``variables``."""
+    head = _OPERATION.match(query)
+    if head is None:
+        raise _GraphQLError("PARSE_ERROR", "Parse error: a mutation document must open its selection with '{'")
+    declared = dict(re.findall(r"\$(\w+)\s*:\s*([\w!\[\]]+)", head["declared"] or ""))
+    for name, kind in declared.items():
+        if kind.endswith("!") and variables.get(name) is None:
+            raise _GraphQLError("INVALID_VARIABLES", f"Variable ${name} of type {kind} was provided invalid value")
+    end = _closing(query, head.end() - 1, "{", "}") - 1
+    fields: list[tuple[str, str, dict[str, Any]]] = []
+    index = head.end()
+    while True:
+        match = _FIELD.match(query, index)
+        if match is None or match.end() > end:
+            if query[index:end].strip(" \t\r\n,"):
+                raise _GraphQLError("PARSE_ERROR", f"Parse error on {query[index:end].strip()[:30]!r}")
+            return fields
+        key, name = match["alias"] or match["name"], match["name"]
+        if name not in _MUTATIONS:
+            raise _GraphQLError("undefinedField", f"Field '{name}' doesn't exist on type 'Mutation'")
+        if any(key == k for k, _, _ in fields):
+            raise _GraphQLError("fieldConflict", f"Field '{key}' is selected twice in one document")
+        index = match.end()
+        arguments: dict[str, Any] = {}
+        if query.startswith("(", index):
+            close = _closing(query, index, "(", ")")
+            for argument in _ARGUMENT.finditer(query, index + 1, close - 1):
+                value = argument["value"]
+                if value == "{":
+                    continue
+                if not value.startswith("$"):
+                    raise _GraphQLError(
+                        "INVALID_VARIABLES", f"{argument['key']}: {value[:20]} is written into the document "
+                        "(send variables, not literals)"
+                    )  # fmt: skip
+                if value[1:] not in declared:
+                    raise _GraphQLError("variableNotDefined", f"Variable {value} is used but not declared")
+                arguments[argument["key"]] = variables.get(value[1:])
+            index = close
+        rest = query[index:end].lstrip()
+        if rest.startswith("{"):  # the selection set
+            index = _closing(query, end - len(rest), "{", "}")
+        fields.append((key, name, arguments))
+
+
 _REPO = r"/repos/(?P<repo>[^/]+/[^/]+)"
 _PULL = _REPO + r"/pulls/(?P<n>\d+)"
 _ROUTES: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub, _Call], _Reply]]] = [
@@ -1279,16 +1358,9 @@ def _rate_headers(path: str) -> dict[str, str]:
 
 
 def _make_handler(server: FakeGitHub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Keep test output quiet."""
-
+    class Handler(QuietHandler):
         def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self.read_body()
             try:
                 body: Any = json.loads(raw) if raw else None
             except ValueError:
@@ -1314,11 +1386,3 @@ def _make_handler(server: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 
     return Handler
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """Clients that hang up are expected, not worth a traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)

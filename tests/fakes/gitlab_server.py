@@ -37,17 +37,16 @@ import difflib
 import hashlib
 import json
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from codejury.change.diffparse import parse_diff
+from tests.fakes.loopback import LoopbackServer, QuietHandler
 
 GUEST, REPORTER, DEVELOPER, MAINTAINER = 10, 20, 30, 40
 _LINE_CODE_ERROR = '400 Bad request - Note {:line_code=>["can\'t be blank", "must be a valid line code"]}'
@@ -244,8 +243,10 @@ class _Call:
     args: dict[str, str]
 
 
-class FakeGitLab:
+class FakeGitLab(LoopbackServer):
     """Stateful GitLab REST v4 on a free loopback port; see the module docstring."""
+
+    thread_name = "fake-gitlab"
 
     BOT_TOKEN = "glpat-fake-bot"
     AUTHOR_TOKEN = "glpat-fake-alice"
@@ -275,33 +276,11 @@ class FakeGitLab:
             self.add_user(name, name="codejury" if bot else None, bot=bot, access={1: level})
             self.add_token(token, name)
         self.add_token(self.JOB_TOKEN, "alice", job=True)
-        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ----------------------------------------------------------------------------
-    def start(self) -> FakeGitLab:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-gitlab", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port (safe when never started, and when called twice)."""
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeGitLab:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+        super().__init__(_make_handler(self))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self.origin
 
     @property
     def api_url(self) -> str:
@@ -1031,21 +1010,14 @@ def _opt_int(value: Any) -> int | None:
 
 
 def _make_handler(gl: FakeGitLab) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             self._handle()
 
         do_POST = do_PUT = do_DELETE = do_GET
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Keep test output quiet."""
-
         def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self.read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, payload, extra = gl._serve(self.command, self.path, headers, raw)
             text = isinstance(payload, str)
@@ -1059,11 +1031,3 @@ def _make_handler(gl: FakeGitLab) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """Clients that hang up are expected, not worth a traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)

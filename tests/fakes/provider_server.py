@@ -28,15 +28,14 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from tests.fakes.loopback import LoopbackServer, QuietHandler
 from tests.fakes.provider_wire import (
     DropReply,
     ErrorReply,
@@ -96,8 +95,10 @@ class RecordedRequest:
     """``time.monotonic()`` when the request arrived."""
 
 
-class FakeProviderServer:
+class FakeProviderServer(LoopbackServer):
     """Scripted OpenAI- and Anthropic-format model server on a free loopback port."""
+
+    thread_name = "fake-provider"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -108,45 +109,10 @@ class FakeProviderServer:
         self._routed = 0
         self._requests: list[RecordedRequest] = []
         self._served: list[tuple[RecordedRequest, Reply | None]] = []
-        # Set by stop(): hangs and drips wait on it, so no handler outlives the server for long.
-        self.stopping = threading.Event()
-        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> FakeProviderServer:
-        """Serve in a daemon thread."""
-        # A short poll interval: shutdown() waits up to one interval, once per test.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="fake-provider", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port (safe when never started, and when called twice)."""
-        # shutdown() waits for serve_forever() to notice: called without a running loop it blocks forever.
-        self.stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeProviderServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+        # ``stopping`` is set by stop(): hangs and drips wait on it, so no handler outlives the server for long.
+        super().__init__(_make_handler(self))
 
     # -- addresses -------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
-
     @property
     def openai_base_url(self) -> str:
         """Base URL for the OpenAI SDK (includes ``/v1``)."""
@@ -247,22 +213,15 @@ def _route(method: str, path: str) -> Vendor | None:
 
 
 def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             self._handle()
 
         def do_GET(self) -> None:
             self._handle()
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Keep test output quiet."""
-
         def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self.read_body()
             try:
                 body: Any = json.loads(raw) if raw else None
             except ValueError:
@@ -346,14 +305,6 @@ def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(socket.SHUT_RDWR)
 
     return Handler
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """Clients that hang up (after a timeout, a drop or bad JSON) are expected, not worth a traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
 
 
 class _Stopped(Exception):

@@ -15,6 +15,7 @@ from codejury.forges.github_api import (
     DraftComment,
     GitHubAPI,
     GitHubRefused,
+    ThreadUpdate,
 )
 from tests.fakes.github_server import OFF_DIFF, FakeGitHub
 
@@ -308,6 +309,58 @@ async def test_resolving_needs_contents_write_for_a_workflow_token(gh: FakeGitHu
         await api.resolve_thread(thread.id)
     assert "Resource not accessible by integration" in str(denied.value)
     assert not gh.threads(7)[0].is_resolved
+
+
+async def test_thread_updates_go_ten_threads_a_request_each_reply_before_its_resolution(gh: FakeGitHub) -> None:
+    gh.add_token("ghs_can_resolve", kind="actions", permissions={"contents": "write"})
+    ids = [gh.add_review_comment(7, "app.py", 5, f"thread {i}", user="alice") for i in range(12)]
+    threads = {t.comments[0].id: t.id for t in gh.threads(7)}
+    updates = [ThreadUpdate(threads[c], f"fixed {i}", resolve=i != 11) for i, c in enumerate(ids)]
+    updates.append(ThreadUpdate(threads[ids[0]], None, resolve=False))  # nothing to do: no request for it
+    async with client(gh, "ghs_can_resolve") as api:
+        outcomes = await api.settle_threads(updates)
+
+    assert len(gh.calls("POST", "/graphql")) == 2  # 10 threads, then 2
+    assert [(o.replied, o.resolved) for o in outcomes] == [(True, True)] * 11 + [(True, False), (False, False)]
+    after = {t.id: t for t in gh.threads(7)}
+    assert [after[threads[c]].comments[-1].body for c in ids] == [f"fixed {i}" for i in range(12)]
+    assert [after[threads[c]].is_resolved for c in ids] == [True] * 11 + [False]
+    sent = gh.calls("POST", "/graphql")[0].body or {}
+    assert "fixed 0" not in sent["query"] and sent["variables"]["b0"] == "fixed 0"  # values as variables
+
+
+async def test_a_refused_step_is_reported_in_its_outcome_and_the_others_still_run(gh: FakeGitHub) -> None:
+    first = gh.add_review_comment(7, "app.py", 5, "first", user="alice")
+    thread = next(t.id for t in gh.threads(7) if t.comments[0].id == first)
+    updates = [ThreadUpdate("PRRT_missing", "gone", resolve=True), ThreadUpdate(thread, "fixed", resolve=True)]
+    async with client(gh, ACTIONS) as api:  # no contents: write: may reply, may not resolve
+        missing, found = await api.settle_threads(updates)
+
+    assert isinstance(missing.reply_error, GitHubRefused) and isinstance(missing.resolve_error, GitHubRefused)
+    assert found.replied and not found.resolved
+    assert isinstance(found.resolve_error, ForgeAuthError) and "contents: write" in str(found.resolve_error)
+    assert [c.body for c in gh.threads(7)[0].comments] == ["first", "fixed"] and not gh.threads(7)[0].is_resolved
+
+
+_RESOLVE_AS = "mutation M($t: ID!) {{ a: {field}(input: {{threadId: {value}}}) {{ thread {{ id }} }} }}"
+
+
+@pytest.mark.parametrize(
+    ("query", "variables", "refusal"),
+    [
+        (_RESOLVE_AS.format(field="resolveReviewThread", value="$t"), {}, "invalid value"),
+        (_RESOLVE_AS.format(field="resolveThread", value="$t"), {"t": "x"}, "doesn't exist"),
+        (_RESOLVE_AS.format(field="resolveReviewThread", value="$u"), {"t": "x"}, "not declared"),
+        (_RESOLVE_AS.format(field="resolveReviewThread", value='"x"'), {"t": "x"}, "not literals"),
+    ],
+)
+async def test_the_fake_refuses_a_mutation_document_github_refuses(
+    gh: FakeGitHub, api: GitHubAPI, query: str, variables: dict[str, str], refusal: str
+) -> None:
+    data, errors = await api._graphql_answer("test", query, variables)
+
+    assert data is None and refusal in errors[0]["message"]
+    assert not any(t.is_resolved for t in gh.threads(7))
 
 
 async def test_a_reply_by_rest_lands_in_the_thread(gh: FakeGitHub, api: GitHubAPI) -> None:

@@ -181,6 +181,9 @@ def test_a_push_that_fixes_one_finding_resolves_exactly_that_thread(
     assert not after[16].is_resolved
     reviews = [r for r in content_writes(gh.requests[before:]) if r.path.endswith("/reviews")]
     assert len(reviews) == 1 and reviews[0].body["event"] == "COMMENT" and len(reviews[0].body["comments"]) == 1
+    mutations = [r for r in content_writes(gh.requests[before:]) if r.path.endswith("/graphql")]
+    assert len(mutations) == 1  # two threads replied in and resolved: one batched GraphQL request
+    assert len(gh.calls("GET", "/issues/7/comments")) == len(gh.calls("GET", "/pulls/7/comments")) == 2  # once a run
     body = summary(gh)
     assert "1 fixed, 2 still open, 1 new" in body
     state = parse_summary(body)

@@ -1,10 +1,6 @@
-"""The GitHub pull-request bot: find the PR, load it as a change, read back and publish reviews.
+"""The GitHub pull-request bot: load the PR as a change, read back and publish reviews.
 
-- ``GitHubTarget``: the REST and GraphQL URLs, repository, PR number and token
-  (``CODEJURY_GITHUB_TOKEN``, else ``GITHUB_TOKEN``), from a PR URL (``target_from_url``;
-  GitHub Enterprise: ``https://HOST/api/v3``) or a GitHub Actions ``pull_request`` /
-  ``pull_request_target`` run (``target_from_env``). A ``pull_request`` run from a fork gets a
-  read-only token: the target says so and nothing is posted.
+- ``GitHubTarget`` (``forges/github_target.py``): which PR, from its URL or the Actions run.
 - ``GitHubPullRequest`` (a ``publish.Forge``): ``load_change`` reads the PR (full body), its
   files and the humans' comments; a ``break glass`` comment counts only from a collaborator
   with write, maintain or admin permission who is not the bot. The base commit's config,
@@ -19,7 +15,8 @@
   for a line off the diff moves the refused comments to the summary and retries once; a
   refused approval (Actions not allowed to approve, self-approval) is one warning and the
   review is re-posted as a comment. Then it withdraws a stale approval (dismissal), resolves
-  fixed and dismissed threads (a reply first; only a reply when the token may not resolve),
+  fixed and dismissed threads (a reply first; only a reply when the token may not resolve;
+  batched, a GraphQL request per ten threads),
   edits or creates the summary and sets the ``codejury`` check run. Every step skips what
   is already there, so a re-run on the same head posts nothing and a run that died halfway
   is completed by the next without duplicates.
@@ -28,193 +25,74 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from types import TracebackType
 from typing import Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, FileChange, PrefetchedBase
-from codejury.errors import InputError
-from codejury.findings import Finding, Review
-from codejury.fingerprint import unique_fingerprints
+from codejury.findings import Review
+from codejury.forges.adapter import ForgeAdapter, checkout_root, human_comments, resolved_by_human, thread_replies
 from codejury.forges.errors import ForgeAuthError, ForgeError
 from codejury.forges.github_api import (
-    ACTIONS_BOT_LOGIN,
-    DEFAULT_API_URL,
-    Annotation,
-    AnnotationLevel,
+    THREADS_PER_REQUEST,
     CommentableLines,
     DraftComment,
     GitHubAPI,
     GitHubRefused,
+    IssueComment,
+    ReviewComment,
     ReviewEvent,
     ReviewThread,
+    ThreadUpdate,
 )
 from codejury.forges.github_api import Review as GitHubReview
+from codejury.forges.github_checks import CHECK_NAME, Outcome, check_conclusion, check_report, failed_report
+from codejury.forges.github_target import (
+    FORK_REASON,
+    TOKEN_HINT,
+    GitHubTarget,
+    github_token,
+    is_pull_request_url,
+    target_from_env,
+    target_from_url,
+)
 from codejury.forges.markers import trusted_finding, trusted_summary
 from codejury.forges.publish import (
-    WONT_FIX,
     InlineComment,
-    PlanOptions,
     PreviousState,
     PreviousThread,
     PublishPlan,
     Replan,
-    Reply,
     checked,
     failure_note,
     finding_title,
-    plan_publish,
     previous_review,
 )
+from codejury.forges.publish import ThreadUpdate as ThreadChange
 from codejury.forges.safety import inline_code, safe_line
-from codejury.judge.verdict import should_fail
-from codejury.pipeline import BREAK_GLASS_RE
 from codejury.render.markdown import VERDICT_HEADLINES, render_review_markdown
 from codejury.settings_loader import prefetch_base
 
-TOKEN_ENVS = ("CODEJURY_GITHUB_TOKEN", "GITHUB_TOKEN")
-TOKEN_HINT = "CODEJURY_GITHUB_TOKEN (or GITHUB_TOKEN)"
-BOT_LOGIN_ENV = "CODEJURY_GITHUB_BOT_LOGIN"
-CHECK_NAME = "codejury"
 WRITERS = frozenset({"admin", "maintain", "write"})
-PR_EVENTS = ("pull_request", "pull_request_target")
-FORK_REASON = "this pull_request run comes from a fork, whose token is read-only"
-_PR_PATH = re.compile(r"^(?P<repo>[^/]+/[^/]+)/pull/(?P<number>\d+)(?:/.*)?$")
-_LEVELS: dict[str, AnnotationLevel] = {"critical": "failure", "warning": "warning", "suggestion": "notice"}
 ReviewState = Literal["APPROVED", "CHANGES_REQUESTED"]
 Warn = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class GitHubTarget:
-    """One pull request on one GitHub, and the token to act there (never printed)."""
-
-    api_url: str
-    graphql_url: str
-    repo: str
-    number: int
-    token: str = field(repr=False)
-    in_ci: bool = False
-    read_only: str | None = None
-    """Why the token cannot write (a fork's ``pull_request`` run), or None."""
-    bot_login: str | None = None
-
-
-def github_token(env: Mapping[str, str]) -> tuple[str, str]:
-    """``(token, variable)``: ``CODEJURY_GITHUB_TOKEN`` first, else the workflow's ``GITHUB_TOKEN``."""
-    for name in TOKEN_ENVS:
-        token = env.get(name, "").strip()
-        if token:
-            return token, name
-    raise InputError(
-        "CODEJURY_GITHUB_TOKEN and GITHUB_TOKEN are not set: pass the workflow's token "
-        "(env: GITHUB_TOKEN: ${{ github.token }}) or a token with pull-requests: write"
-    )
-
-
-def is_pull_request_url(url: str) -> bool:
-    parts = urlsplit(url.strip())
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and bool(_PR_PATH.match(parts.path.strip("/")))
-
-
-def target_from_url(url: str, env: Mapping[str, str]) -> GitHubTarget:
-    """``https://github.com/o/r/pull/7`` → ``api.github.com``; ``https://HOST/o/r/pull/7`` → ``HOST/api/v3``."""
-    parts = urlsplit(url.strip())
-    match = _PR_PATH.match(parts.path.strip("/"))
-    if parts.scheme not in ("http", "https") or not parts.netloc or match is None:
-        raise InputError(f"not a GitHub pull request URL: {url!r} (expected https://HOST/OWNER/REPO/pull/N)")
-    if parts.netloc.lower() in ("github.com", "www.github.com"):
-        api_url, graphql_url = DEFAULT_API_URL, DEFAULT_API_URL + "/graphql"
-    else:
-        api_url = f"{parts.scheme}://{parts.netloc}/api/v3"
-        graphql_url = f"{parts.scheme}://{parts.netloc}/api/graphql"
-    token, _ = github_token(env)
-    login = env.get(BOT_LOGIN_ENV) or None
-    return GitHubTarget(api_url, graphql_url, match["repo"], int(match["number"]), token, bot_login=login)
-
-
-def target_from_env(env: Mapping[str, str]) -> GitHubTarget | None:
-    """The PR of a GitHub Actions ``pull_request`` / ``pull_request_target`` run, or None when this is not one."""
-    event_name = env.get("GITHUB_EVENT_NAME", "")
-    if env.get("GITHUB_ACTIONS") != "true" or event_name not in PR_EVENTS:
-        return None
-    event = _event(env.get("GITHUB_EVENT_PATH", ""))
-    found = event.get("pull_request")
-    pull: dict[str, object] = found if isinstance(found, dict) else {}
-    number = pull.get("number") or event.get("number")
-    base_repo = _full_name(pull.get("base")) or env.get("GITHUB_REPOSITORY", "")
-    head_repo = _full_name(pull.get("head")) or base_repo
-    if not isinstance(number, int) or "/" not in base_repo:
-        raise InputError(f"a {event_name} run whose event file (GITHUB_EVENT_PATH) names no pull request")
-    api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-    graphql_url = env.get("GITHUB_GRAPHQL_URL") or api_url + "/graphql"
-    token, variable = github_token(env)
-    read_only = FORK_REASON if event_name == "pull_request" and head_repo != base_repo else None
-    login = env.get(BOT_LOGIN_ENV) or (ACTIONS_BOT_LOGIN if variable == "GITHUB_TOKEN" else None)
-    return GitHubTarget(api_url, graphql_url, base_repo, number, token, True, read_only, login)
-
-
-def _event(path: str) -> dict[str, object]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the GitHub event file GITHUB_EVENT_PATH={path}: {exc}") from exc
-    return data if isinstance(data, dict) else {}
-
-
-def _full_name(side: object) -> str:
-    repo = side.get("repo") if isinstance(side, dict) else None
-    return str(repo.get("full_name") or "") if isinstance(repo, dict) else ""
+__all__ = [
+    "GitHubPullRequest",
+    "GitHubTarget",
+    "Outcome",
+    "check_conclusion",
+    "github_token",
+    "is_pull_request_url",
+    "same_login",
+    "target_from_env",
+    "target_from_url",
+]
 
 
 def same_login(a: str | None, b: str | None) -> bool:
     """GraphQL names the Actions bot ``github-actions``, REST ``github-actions[bot]``: the same user."""
     return bool(a) and bool(b) and (a or "").removesuffix("[bot]").lower() == (b or "").removesuffix("[bot]").lower()
-
-
-def _checkout_root(env: Mapping[str, str], head_sha: str) -> Path | None:
-    directory = env.get("GITHUB_WORKSPACE")
-    if not directory or not head_sha:
-        return None
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=False, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(directory) if result.returncode == 0 and result.stdout.strip() == head_sha else None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the check run and the approval event need from the review."""
-
-    review: Review
-    fail_on: str = "requested_changes"
-    approve: bool = True
-
-
-def check_conclusion(outcome: Outcome) -> tuple[str, str]:
-    """``(conclusion, title)``: never success for a review that did not complete."""
-    review = outcome.review
-    counts = {s: sum(1 for f in review.findings if f.severity == s) for s in ("critical", "warning", "suggestion")}
-    tally = ", ".join(f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items() if n) or "no findings"
-    headline = VERDICT_HEADLINES.get(review.verdict, review.verdict)
-    if not any(r.status == "ok" for r in review.reviewers):
-        return "failure", "not reviewed"
-    if should_fail(review, outcome.fail_on):  # type: ignore[arg-type]
-        return "failure", f"{headline}: {tally}"
-    if not review.judged:
-        return "neutral", f"not fully reviewed (unjudged): {tally}"
-    if review.break_glass or review.verdict in ("approved", "approved_with_comments"):
-        return "success", f"{headline}: {tally}"
-    return "neutral", f"{headline}: {tally}"
 
 
 def _is_not_accessible(exc: ForgeError) -> bool:
@@ -231,8 +109,13 @@ def _off_diff(exc: GitHubRefused) -> bool:
     return "diff" in text or "could not be resolved" in text or "line" in text
 
 
-class GitHubPullRequest:
+class GitHubPullRequest(ForgeAdapter):
     """The bot on one pull request; use ``async with`` (it asks GitHub who the token is first)."""
+
+    forge_name = "github"
+    noun = "pull request"
+    suggestion_offsets = False
+    """GitHub's ```suggestion replaces start_line..line, so no line offsets."""
 
     def __init__(
         self,
@@ -242,6 +125,7 @@ class GitHubPullRequest:
         warn: Warn = lambda _: None,
         api: GitHubAPI | None = None,
     ) -> None:
+        super().__init__()
         self.target = target
         self.env = dict(env or {})
         self.warn = warn
@@ -252,10 +136,7 @@ class GitHubPullRequest:
             bot_login=target.bot_login,
             token_hint=TOKEN_HINT,
         )
-        self.posted: list[str] = []
-        self.break_glass_by: tuple[str, ...] = ()
-        self.break_glass_ignored: tuple[str, ...] = ()
-        self.read_only: str | None = target.read_only
+        self.read_only = target.read_only
         self.outcome: Outcome | None = None
         self._me = ""
         self._head_sha = ""
@@ -266,20 +147,13 @@ class GitHubPullRequest:
         self._active: list[GitHubReview] = []
         self._permissions: dict[str, str] = {}
         self._warned: set[str] = set()
+        self._comments: tuple[list[IssueComment], list[ReviewComment]] | None = None
         self._refused_event = False
-        self._previous_read: PreviousState | None = None
 
-    async def __aenter__(self) -> GitHubPullRequest:
-        try:
-            self._me = await self.api.current_login()
-        except BaseException:
-            await self.api.close()
-            raise
-        return self
+    async def _identify(self) -> None:
+        self._me = await self.api.current_login()
 
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def _close(self) -> None:
         await self.api.close()
 
     @property
@@ -327,9 +201,10 @@ class GitHubPullRequest:
         pull_files = await self.api.pull_files(repo, number)
         self._commentable = {f.path: f.commentable_lines() for f in pull_files}
         files = tuple(f.file_change() for f in pull_files)
-        bodies = [(c.author, c.body) for c in await self.api.issue_comments(repo, number)]
-        bodies += [(c.author, c.body) for c in await self.api.review_comments(repo, number)]
-        comments, allowed, ignored = await self._human_comments(bodies)
+        issue_comments, review_comments = await self._listed_comments()
+        bodies = [(c.author, c.body) for c in issue_comments] + [(c.author, c.body) for c in review_comments]
+        humans = [(author, body) for author, body in bodies if not same_login(author, self.me)]
+        comments, allowed, ignored = await human_comments(humans, str, self._can_write)
         self.break_glass_by, self.break_glass_ignored = tuple(allowed), tuple(ignored)
         previous = await self.load_previous()
         meta = ChangeMeta(
@@ -341,7 +216,7 @@ class GitHubPullRequest:
             head_ref=pull.head_ref,
             previous=previous_review(previous, await self._changed_since(previous)),
         )
-        root = _checkout_root(self.env, pull.head_sha) if self.target.in_ci else None
+        root = checkout_root(self.env.get("GITHUB_WORKSPACE"), pull.head_sha) if self.target.in_ci else None
         return ChangeSet(files=files, meta=meta, root=root, base=await self._base(pull.base_sha))
 
     async def _changed_since(self, previous: PreviousState) -> list[str] | None:
@@ -357,21 +232,12 @@ class GitHubPullRequest:
             return []
         return await self.api.compare(self.target.repo, state.head_sha, self.head_sha)
 
-    async def _human_comments(self, bodies: Sequence[tuple[str, str]]) -> tuple[list[str], list[str], list[str]]:
-        comments: list[str] = []
-        allowed: list[str] = []
-        ignored: list[str] = []
-        for author, body in bodies:
-            if same_login(author, self.me):
-                continue
-            if BREAK_GLASS_RE.search(body):
-                names = allowed if await self._can_write(author) else ignored
-                if author not in names:
-                    names.append(author)
-                if names is ignored:
-                    continue
-            comments.append(body)
-        return comments, allowed, ignored
+    async def _listed_comments(self) -> tuple[list[IssueComment], list[ReviewComment]]:
+        """The PR's issue and review comments, listed once a run (``load_change`` and ``_read_previous``)."""
+        if self._comments is None:
+            repo, number = self.target.repo, self.target.number
+            self._comments = (await self.api.issue_comments(repo, number), await self.api.review_comments(repo, number))
+        return self._comments
 
     async def _base(self, base_sha: str) -> BaseReader:
         """The base commit's config and instructions (never the PR's own), fetched up front."""
@@ -382,24 +248,19 @@ class GitHubPullRequest:
             functools.partial(self.api.list_directory, self.target.repo, ref=base_sha),
         )
 
-    async def load_previous(self) -> PreviousState:
-        """The bot's summary, threads and approval (read once: ``load_change`` already reads them)."""
-        if self._previous_read is None:
-            self._previous_read = await self._read_previous()
-        return self._previous_read
-
     async def _read_previous(self) -> PreviousState:
         repo, number = self.target.repo, self.target.number
         summary: tuple[int, str] | None = None
         state = None
-        for comment in await self.api.issue_comments(repo, number):
+        issue_comments, review_comments = await self._listed_comments()
+        for comment in issue_comments:
             if not same_login(comment.author, self.me):
                 continue
             found = trusted_summary(comment.body, author_id=1, bot_id=1)  # the author is the bot: checked above
             if found is not None:
                 summary, state = (comment.id, comment.body), found
                 break
-        rest = {c.id: c for c in await self.api.review_comments(repo, number)}
+        rest = {c.id: c for c in review_comments}
         threads: list[PreviousThread] = []
         for thread in await self.api.review_threads(repo, number):
             first = thread.comments[0] if thread.comments else None
@@ -435,18 +296,15 @@ class GitHubPullRequest:
         return "APPROVED" if state == "APPROVED" else "CHANGES_REQUESTED"
 
     async def _thread(self, thread: ReviewThread, key: str, start: int, end: int, title: str) -> PreviousThread:
-        replies = []
-        last = len(thread.comments) - 1
-        for index, comment in enumerate(thread.comments[1:], 1):
-            is_bot = same_login(comment.author, self.me)
-            # Access matters for a won't-fix, and for the last reply of an open thread (a dispute).
-            asks = bool(WONT_FIX.match(comment.body)) or (index == last and not thread.is_resolved)
-            can_write = not is_bot and asks and await self._can_write(comment.author)
-            replies.append(Reply(comment.author, comment.body, is_bot=is_bot, can_write=can_write))
-        if thread.resolved_by is not None:
-            by_human = thread.is_resolved and not same_login(thread.resolved_by, self.me)
-        else:
-            by_human = thread.is_resolved and not any(r.is_bot for r in replies)
+        replies = await thread_replies(
+            [(c.author, c.body) for c in thread.comments[1:]],
+            resolved=thread.is_resolved,
+            is_bot=lambda login: same_login(login, self.me),
+            name=str,
+            can_write=self._can_write,
+        )
+        by_bot = None if thread.resolved_by is None else same_login(thread.resolved_by, self.me)
+        by_human = resolved_by_human(thread.is_resolved, by_bot, replies)
         return PreviousThread(
             id=thread.id,
             key=key,
@@ -459,33 +317,15 @@ class GitHubPullRequest:
             title=title,
         )
 
-    # -- planning ----------------------------------------------------------------------------------
-    def plan_options(self, *, max_inline: int, approve: bool) -> PlanOptions:
-        """GitHub's options: its ```suggestion replaces start_line..line, so no line offsets."""
-        return PlanOptions(
-            head_sha=self.head_sha,
-            max_inline=max_inline,
-            approve=approve,
-            break_glass_by=self.break_glass_by,
-            break_glass_ignored=self.break_glass_ignored,
-            line_url=self.line_url,
-            suggestion_offsets=False,
-        )
-
     async def publish_review(
         self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
         approve: bool, max_inline: int,
     ) -> PublishPlan:  # fmt: skip
         """Plan ``review`` against ``previous`` and publish it; the plan is returned."""
         self.outcome = Outcome(review, fail_on, approve)
-        options = self.plan_options(max_inline=max_inline, approve=approve)
-        plan = plan_publish(review, files, previous, options)
-
-        def replan(refused: frozenset[str], notices: tuple[str, ...]) -> PublishPlan:
-            return plan_publish(review, files, previous, replace(options, refused=refused, notices=notices))
-
-        await self.publish(plan, replan)
-        return plan
+        return await super().publish_review(
+            review, files, previous, fail_on=fail_on, approve=approve, max_inline=max_inline
+        )
 
     # -- publishing ------------------------------------------------------------------------------
     async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
@@ -637,25 +477,35 @@ class GitHubPullRequest:
         self.posted.append("approval withdrawn" if review.state == "APPROVED" else "change request withdrawn")
 
     async def _settle(self, plan: PublishPlan) -> None:
-        """Reply (once) and resolve each fixed or dismissed thread, one at a time (GitHub asks for serial writes)."""
+        """Reply (once) in each fixed, dismissed or answered thread and resolve the first two, a GraphQL
+        request per ``THREADS_PER_REQUEST`` threads; a token that may not resolve: replies only, one warning."""
+        for first in range(0, len(plan.resolve), THREADS_PER_REQUEST):
+            await self._settle_some(plan.resolve[first : first + THREADS_PER_REQUEST])
+
+    async def _settle_some(self, some: Sequence[ThreadChange]) -> None:
         previous = {t.id: t for t in self._previous.threads}
-        for update in plan.resolve:
+        updates = []
+        for update in some:
             thread = previous.get(update.thread_id)
-            if thread is None or not thread.bot_said(update.note):
-                await self.api.reply_to_thread(update.thread_id, update.note)
-                self.posted.append(f"reply in a thread ({update.reason})")
-            if not update.resolve:
-                continue
+            reply = update.note if thread is None or not thread.bot_said(update.note) else None
             known = self._threads.get(update.thread_id)
-            if (known is not None and not known.viewer_can_resolve) or "resolve" in self._warned:
+            resolve = update.resolve and (known is None or known.viewer_can_resolve) and "resolve" not in self._warned
+            if update.resolve and not resolve:
                 self._cannot_resolve()
-                continue
-            try:
-                await self.api.resolve_thread(update.thread_id)
-            except ForgeAuthError:
+            updates.append(ThreadUpdate(update.thread_id, reply, resolve))
+        failure: ForgeError | None = None
+        for change, outcome in zip(some, await self.api.settle_threads(updates), strict=True):
+            if outcome.replied:
+                self.posted.append(f"reply in a thread ({change.reason})")
+            if outcome.resolved:
+                self.posted.append(f"resolved a thread ({change.reason})")
+            elif isinstance(outcome.resolve_error, ForgeAuthError):
                 self._cannot_resolve()
-                continue
-            self.posted.append(f"resolved a thread ({update.reason})")
+            elif outcome.resolve_error is not None:
+                failure = failure or outcome.resolve_error
+            failure = failure or outcome.reply_error
+        if failure is not None:
+            raise failure
 
     def _cannot_resolve(self) -> None:
         self._warn_once(
@@ -677,19 +527,11 @@ class GitHubPullRequest:
     # -- the check run -----------------------------------------------------------------------------
     async def _check_run(self, plan: PublishPlan | None, *, failed: str | None = None) -> None:
         if failed is not None:
-            conclusion, title = "failure", "not reviewed"
-            summary = checked(f"No reviewer succeeded: {safe_line(failed)}. Nothing was approved.")
-            annotations: list[Annotation] = []
+            conclusion, title, summary, annotations = failed_report(failed)
         elif self.outcome is None or plan is None:
             return
         else:
-            conclusion, title = check_conclusion(self.outcome)
-            open_findings = self._open_findings(plan)
-            summary = checked(
-                f"**{safe_line(title)}** for commit {inline_code(self.head_sha[:12])}: "
-                f"{len(open_findings)} open finding(s). The summary comment on the pull request has the whole review."
-            )
-            annotations = [_annotation(f) for f in open_findings]
+            conclusion, title, summary, annotations = check_report(self.outcome, plan, self.head_sha)
         try:
             wanted = ("completed", conclusion, title, summary)
             for run in await self.api.check_runs_for(self.target.repo, self.head_sha, CHECK_NAME):
@@ -707,13 +549,6 @@ class GitHubPullRequest:
             )
             return
         self.posted.append(f"check run ({conclusion})")
-
-    def _open_findings(self, plan: PublishPlan) -> list[Finding]:
-        if self.outcome is None:
-            return []
-        findings = self.outcome.review.findings
-        fps = unique_fingerprints(findings)
-        return [f for fp, f in zip(fps, findings, strict=True) if plan.state.findings.get(fp) == "open"]
 
     # -- failure and read-only runs ----------------------------------------------------------------
     async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
@@ -749,14 +584,3 @@ class GitHubPullRequest:
                 self.warn(f"warning: cannot write the job summary {path}: {exc}")
         self.warn(f"nothing was posted on GitHub: {self.read_only}; the review is in {where}")
         return []
-
-
-def _annotation(finding: Finding) -> Annotation:
-    return Annotation(
-        path=finding.path,
-        start_line=max(1, finding.start_line),
-        end_line=max(finding.start_line, finding.end_line, 1),
-        level=_LEVELS.get(finding.severity, "notice"),
-        message=safe_line(finding.body or finding.title)[:4000],
-        title=safe_line(finding.title)[:255],
-    )

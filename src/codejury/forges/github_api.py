@@ -341,6 +341,51 @@ mutation Reply($threadId: ID!, $body: String!) {
 }"""
 
 
+THREADS_PER_REQUEST = 10
+"""Thread updates batched in one GraphQL request (a reply and a resolution each: 20 mutations)."""
+
+
+@dataclass(frozen=True)
+class ThreadUpdate:
+    """Reply ``reply`` in a thread (None: no reply), then resolve it if ``resolve``."""
+
+    thread_id: str
+    reply: str | None
+    resolve: bool
+
+
+@dataclass(frozen=True)
+class ThreadOutcome:
+    """What became of one ``ThreadUpdate``: each step done, or its error (None: not asked or done)."""
+
+    update: ThreadUpdate
+    replied: bool = False
+    resolved: bool = False
+    reply_error: ForgeError | None = None
+    resolve_error: ForgeError | None = None
+
+
+def _settle_document(updates: Sequence[ThreadUpdate]) -> tuple[str, dict[str, Any]]:
+    """One mutation with aliased fields ``r<i>`` (reply) and ``s<i>`` (resolve), values in variables."""
+    declared: list[str] = []
+    fields: list[str] = []
+    variables: dict[str, Any] = {}
+    for i, update in enumerate(updates):
+        declared.append(f"$t{i}: ID!")
+        variables[f"t{i}"] = update.thread_id
+        if update.reply is not None:
+            declared.append(f"$b{i}: String!")
+            variables[f"b{i}"] = update.reply
+            fields.append(
+                f"r{i}: addPullRequestReviewThreadReply(input: {{pullRequestReviewThreadId: $t{i}, body: $b{i}}}) "
+                "{ comment { databaseId } }"
+            )
+        if update.resolve:
+            fields.append(f"s{i}: resolveReviewThread(input: {{threadId: $t{i}}}) {{ thread {{ id }} }}")
+    query = f"mutation Settle({', '.join(declared)}) {{\n  " + "\n  ".join(fields) + "\n}"
+    return query, variables
+
+
 # -- the client ---------------------------------------------------------------------------------
 class GitHubAPI:
     """Async GitHub client for one token. ``repo`` arguments are ``"owner/name"``.
@@ -551,6 +596,35 @@ class GitHubAPI:
         data = await self._graphql("addPullRequestReviewThreadReply", _REPLY, {"threadId": thread_id, "body": body})
         return ThreadComment.from_json(_dig(data, "addPullRequestReviewThreadReply", "comment"))
 
+    async def settle_threads(self, updates: Sequence[ThreadUpdate]) -> list[ThreadOutcome]:
+        """Reply in and resolve threads, ``THREADS_PER_REQUEST`` a GraphQL request (mutations run in order:
+        each reply before its resolution). A step GitHub refuses is reported in its outcome, not raised;
+        a request that fails as a whole raises (the outcomes of earlier requests are lost with it)."""
+        done: dict[int, ThreadOutcome] = {}
+        asked = [(n, u) for n, u in enumerate(updates) if u.reply is not None or u.resolve]
+        for first in range(0, len(asked), THREADS_PER_REQUEST):
+            chunk = [u for _, u in asked[first : first + THREADS_PER_REQUEST]]
+            query, variables = _settle_document(chunk)
+            data, errors = await self._graphql_answer("settleThreads", query, variables)
+            failed: dict[str, list[dict[str, Any]]] = {}
+            for error in errors:
+                path = error.get("path")
+                failed.setdefault(str(path[0]) if isinstance(path, list) and path else "", []).append(error)
+            if "" in failed or not data:
+                raise self._graphql_error("settleThreads", errors)
+            for i, (n, update) in enumerate(asked[first : first + THREADS_PER_REQUEST]):
+                reply_errors, resolve_errors = failed.get(f"r{i}"), failed.get(f"s{i}")
+                done[n] = ThreadOutcome(
+                    update,
+                    replied=update.reply is not None and not reply_errors and data.get(f"r{i}") is not None,
+                    resolved=update.resolve and not resolve_errors and data.get(f"s{i}") is not None,
+                    reply_error=self._graphql_error("addPullRequestReviewThreadReply", reply_errors)
+                    if reply_errors else None,
+                    resolve_error=self._graphql_error("resolveReviewThread", resolve_errors)
+                    if resolve_errors else None,
+                )  # fmt: skip
+        return [done.get(n) or ThreadOutcome(u) for n, u in enumerate(updates)]
+
     # -- check runs -------------------------------------------------------------------------------
     async def create_check_run(
         self, repo: str, *, name: str, head_sha: str, title: str, summary: str, conclusion: str | None = None,
@@ -629,27 +703,41 @@ class GitHubAPI:
         return items
 
     async def _graphql(self, field: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        data, errors = await self._graphql_answer(field, query, variables)
+        if errors:
+            raise self._graphql_error(field, errors)
+        if data is None:
+            raise ForgeError(f"GitHub GraphQL {field}: the answer has no data", status=200)
+        return data
+
+    async def _graphql_answer(
+        self, field: str, query: str, variables: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """``(data, errors)`` of a GraphQL request; an answer with neither raises."""
         response = await self._request("POST", self._graphql_url, payload={"query": query, "variables": variables})
         body = _decode(response)
         body = body if isinstance(body, dict) else {}
         errors = [e for e in body.get("errors") or [] if isinstance(e, dict)]
-        if errors:
-            messages = [self._scrub(str(e.get("message") or "unknown error")) for e in errors]
-            kind = errors[0].get("type")
-            text = f"GitHub GraphQL {field} failed: {'; '.join(messages)}"
-            if kind == "FORBIDDEN":
-                raise ForgeAuthError(
-                    f"{text}. A workflow GITHUB_TOKEN needs `pull-requests: write`, and `contents: write` to "
-                    f"resolve threads; otherwise check {self._token_hint}",
-                    status=403,
-                )
-            if kind == "RATE_LIMITED":
-                raise ForgeUnavailable(text)
-            raise GitHubRefused(text, errors=messages)
         data = body.get("data")
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) and not errors:
             raise ForgeError(f"GitHub GraphQL {field}: the answer has no data", status=response.status_code)
-        return data
+        return (data if isinstance(data, dict) else None), errors
+
+    def _graphql_error(self, field: str, errors: Sequence[dict[str, Any]]) -> ForgeError:
+        """GraphQL ``errors`` as the forge error tree: FORBIDDEN → ``ForgeAuthError`` (403), RATE_LIMITED →
+        ``ForgeUnavailable``, anything else → ``GitHubRefused``."""
+        messages = [self._scrub(str(e.get("message") or "unknown error")) for e in errors] or ["unknown error"]
+        kind = errors[0].get("type") if errors else None
+        text = f"GitHub GraphQL {field} failed: {'; '.join(messages)}"
+        if kind == "FORBIDDEN":
+            return ForgeAuthError(
+                f"{text}. A workflow GITHUB_TOKEN needs `pull-requests: write`, and `contents: write` to "
+                f"resolve threads; otherwise check {self._token_hint}",
+                status=403,
+            )
+        if kind == "RATE_LIMITED":
+            return ForgeUnavailable(text)
+        return GitHubRefused(text, errors=messages)
 
     async def _request(
         self, method: str, url: str, *, params: dict[str, Any] | None = None, payload: dict[str, Any] | None = None

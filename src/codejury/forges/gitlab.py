@@ -24,16 +24,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import TracebackType
 from urllib.parse import quote, urlsplit
 
 from codejury.change.types import ChangeMeta, ChangeSet, FileChange
 from codejury.errors import InputError
+from codejury.forges.adapter import ForgeAdapter, checkout_root, human_comments, resolved_by_human, thread_replies
 from codejury.forges.errors import ForgeError, ForgeRefused
 from codejury.forges.gitlab_api import (
     TOKEN_ENV,
@@ -47,17 +45,14 @@ from codejury.forges.gitlab_api import (
 )
 from codejury.forges.markers import trusted_finding, trusted_summary
 from codejury.forges.publish import (
-    WONT_FIX,
     PreviousState,
     PreviousThread,
     PublishPlan,
     Replan,
-    Reply,
     failure_note,
     finding_title,
     previous_review,
 )
-from codejury.pipeline import BREAK_GLASS_RE
 from codejury.settings_loader import prefetch_base
 
 DEVELOPER = 30
@@ -127,17 +122,8 @@ async def _first_error() -> AsyncIterator[asyncio.TaskGroup]:
         raise first from errors
 
 
-def _checkout_root(env: Mapping[str, str], head_sha: str) -> Path | None:
-    directory = env.get("CI_PROJECT_DIR")
-    if not directory or not head_sha:
-        return None
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=False, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(directory) if result.returncode == 0 and result.stdout.strip() == head_sha else None
+def _username(user: GitLabUser) -> str:
+    return user.username
 
 
 def _file_change(diff: MRDiff) -> FileChange:
@@ -149,8 +135,11 @@ def _file_change(diff: MRDiff) -> FileChange:
         return FileChange(path=path, old_path=diff.old_path, status=status)  # type: ignore[arg-type]
 
 
-class GitLabMergeRequest:
+class GitLabMergeRequest(ForgeAdapter):
     """The bot on one merge request; use ``async with`` (it asks GitLab who the token is first)."""
+
+    forge_name = "gitlab"
+    noun = "merge request"
 
     def __init__(
         self,
@@ -160,32 +149,22 @@ class GitLabMergeRequest:
         warn: Warn = lambda _: None,
         api: GitLabAPI | None = None,
     ) -> None:
+        super().__init__()
         self.target = target
         self.env = dict(env or {})
         self.warn = warn
         self.api = api or GitLabAPI(target.api_url, target.token)
-        self.posted: list[str] = []
-        self.break_glass_by: tuple[str, ...] = ()
-        self.break_glass_ignored: tuple[str, ...] = ()
         self._me: GitLabUser | None = None
         self._mr: MergeRequest | None = None
         self._refs: DiffRefs | None = None
         self._files: dict[str, FileChange] = {}
         self._previous = PreviousState()
-        self._previous_read: PreviousState | None = None
         self._levels: dict[int, int | None] = {}
 
-    async def __aenter__(self) -> GitLabMergeRequest:
-        try:
-            self._me = await self.api.current_user()
-        except BaseException:
-            await self.api.close()
-            raise
-        return self
+    async def _identify(self) -> None:
+        self._me = await self.api.current_user()
 
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def _close(self) -> None:
         await self.api.close()
 
     @property
@@ -238,21 +217,10 @@ class GitLabMergeRequest:
             changed = tg.create_task(self._changed_since(previous))
         files = tuple(_file_change(d) for d in diffs.result())
         self._files = {f.path: f for f in files}
-        comments: list[str] = []
-        allowed: list[str] = []
-        ignored: list[str] = []
-        for note in notes.result():
-            if note.system or note.author.id == self.me.id:
-                continue
-            if BREAK_GLASS_RE.search(note.body):
-                names = allowed if await self._can_write(note.author) else ignored
-                if note.author.username not in names:
-                    names.append(note.author.username)
-                if names is ignored:
-                    continue
-            comments.append(note.body)
+        humans = [(n.author, n.body) for n in notes.result() if not n.system and n.author.id != self.me.id]
+        comments, allowed, ignored = await human_comments(humans, _username, self._can_write)
         self.break_glass_by, self.break_glass_ignored = tuple(allowed), tuple(ignored)
-        root = _checkout_root(self.env, self.head_sha) if self.target.in_ci else None
+        root = checkout_root(self.env.get("CI_PROJECT_DIR"), self.head_sha) if self.target.in_ci else None
         meta = ChangeMeta(
             title=self._mr.title,
             description=self._mr.description,
@@ -272,12 +240,6 @@ class GitLabMergeRequest:
         if state.head_sha == self.head_sha:
             return []
         return await self.api.compare(self.target.project, state.head_sha, self.head_sha)
-
-    async def load_previous(self) -> PreviousState:
-        """The bot's summary and threads (read once: ``load_change`` already reads them)."""
-        if self._previous_read is None:
-            self._previous_read = await self._read_previous()
-        return self._previous_read
 
     async def _read_previous(self) -> PreviousState:
         project, iid = self.target.project, self.target.iid
@@ -311,14 +273,15 @@ class GitLabMergeRequest:
         end = int(position.get("new_line") or 0)
         start_info = (position.get("line_range") or {}).get("start") or {}
         start = int(start_info.get("new_line") or end)
-        replies = []
-        last = len(discussion.notes) - 1
-        for index, note in enumerate(discussion.notes[1:], 1):
-            is_bot = note.author.id == self.me.id
-            # Access matters for a won't-fix, and for the last reply of an open thread (a dispute).
-            asks = bool(WONT_FIX.match(note.body)) or (index == last and not discussion.resolved)
-            can_write = not is_bot and asks and await self._can_write(note.author)
-            replies.append(Reply(note.author.username, note.body, is_bot=is_bot, can_write=can_write))
+        replies = await thread_replies(
+            [(n.author, n.body) for n in discussion.notes[1:]],
+            resolved=discussion.resolved,
+            is_bot=lambda user: user.id == self.me.id,
+            name=_username,
+            can_write=self._can_write,
+        )
+        by = discussion.resolved_by
+        by_bot = None if by is None else by.id == self.me.id
         return PreviousThread(
             id=discussion.id,
             key=key,
@@ -326,19 +289,10 @@ class GitLabMergeRequest:
             start_line=start,
             end_line=end,
             resolved=discussion.resolved,
-            resolved_by_human=self._resolved_by_human(discussion, replies),
+            resolved_by_human=resolved_by_human(discussion.resolved, by_bot, replies),
             replies=tuple(replies),
             title=finding_title(first.body),
         )
-
-    def _resolved_by_human(self, discussion: Discussion, replies: list[Reply]) -> bool:
-        """GitLab's ``resolved_by``; only when it is missing, "no bot reply" stands in for it."""
-        if not discussion.resolved:
-            return False
-        by = discussion.resolved_by
-        if by is not None:
-            return by.id != self.me.id
-        return not any(r.is_bot for r in replies)
 
     # -- publishing ------------------------------------------------------------------------------
     async def _bounded(self, jobs: list[Callable[[], Awaitable[None]]]) -> None:

@@ -36,7 +36,8 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from types import TracebackType
+from typing import ClassVar, Literal, Protocol, Self
 
 from codejury.change.types import ChangeSet, FileChange, PreviousReview, PriorFinding
 from codejury.findings import (
@@ -220,7 +221,47 @@ class PublishPlan:
 
 
 class Forge(Protocol):
-    """A forge adapter: reads the change and the bot's previous state, publishes a plan."""
+    """A forge adapter: reads the change and the bot's previous state, publishes a plan.
+
+    Used as ``async with`` (it learns who the token is first, and closes its client at the end).
+    """
+
+    forge_name: ClassVar[str]
+    """The forge, as events name it: "gitlab", "github"."""
+    noun: ClassVar[str]
+    """What is reviewed there, in messages: "merge request", "pull request"."""
+    posted: list[str]
+    """What was posted so far, one line each (named when a later step fails)."""
+    break_glass_by: tuple[str, ...]
+    """Who invoked break glass in a comment (with write access), read by ``load_change``."""
+    break_glass_ignored: tuple[str, ...]
+    """Who asked for break glass without the access to."""
+    read_only: str | None
+    """Why nothing is posted (the token cannot write), or None."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    @property
+    def head_sha(self) -> str:
+        """The head commit reviewed (known after ``load_change``)."""
+        ...
+
+    @property
+    def web_url(self) -> str:
+        """The merge request's page, for messages."""
+        ...
+
+    def line_url(self, path: str, start: int, end: int) -> str | None:
+        """A link to these lines at the head commit (``PlanOptions.line_url``), or None."""
+        ...
+
+    def plan_options(self, *, max_inline: int, approve: bool) -> PlanOptions:
+        """This forge's ``PlanOptions`` (head, break glass, line links, suggestion offsets)."""
+        ...
 
     async def load_change(self) -> ChangeSet:
         """The merge request as a change set (diff, metadata, human comments; ``base`` read from the
@@ -237,6 +278,14 @@ class Forge(Protocol):
 
     async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
         """Post the short failure note of a review in which no reviewer succeeded."""
+        ...
+
+    async def publish_review(
+        self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
+        approve: bool, max_inline: int,
+    ) -> PublishPlan:  # fmt: skip
+        """Plan ``review`` (``plan_options``, ``plan_publish``) and ``publish`` it, planning again with
+        what the forge refused; the first plan is returned."""
         ...
 
 

@@ -1,0 +1,169 @@
+"""What the forge adapters share (``GitLabMergeRequest``, ``GitHubPullRequest``).
+
+- ``ForgeAdapter``: the ``async with`` lifetime (ask the forge who the token is, close the
+  client however it ends), the previous state read once a run, the ``PlanOptions`` of the
+  forge and ``publish_review`` (plan, publish, plan again when the forge refuses a comment).
+- ``human_comments``: the humans' comments, a ``break glass`` one kept only from a writer.
+- ``thread_replies`` / ``resolved_by_human``: a bot thread's replies and who resolved it.
+- ``checkout_root``: the CI checkout, when its HEAD is the reviewed head commit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar, Self, TypeVar
+
+from codejury.change.types import FileChange
+from codejury.findings import Review
+from codejury.forges.publish import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply, plan_publish
+from codejury.pipeline import BREAK_GLASS_RE
+
+Author = TypeVar("Author")
+
+
+class ForgeAdapter:
+    """The base of a ``publish.Forge``: subclasses say who the token is, read and publish."""
+
+    forge_name: ClassVar[str]
+    """The forge, as the ``published`` event names it."""
+    noun: ClassVar[str]
+    """What is reviewed there, in messages: "merge request", "pull request"."""
+    suggestion_offsets: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.posted: list[str] = []
+        self.break_glass_by: tuple[str, ...] = ()
+        self.break_glass_ignored: tuple[str, ...] = ()
+        self.read_only: str | None = None
+        """Why nothing can be posted (the review stays in the job's log), or None."""
+        self._previous_read: PreviousState | None = None
+
+    async def _identify(self) -> None:
+        """Ask the forge who the token is."""
+        raise NotImplementedError
+
+    async def _close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self._identify()
+        except BaseException:
+            await self._close()
+            raise
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._close()
+
+    @property
+    def head_sha(self) -> str:
+        raise NotImplementedError
+
+    def line_url(self, path: str, start: int, end: int) -> str | None:
+        raise NotImplementedError
+
+    async def load_previous(self) -> PreviousState:
+        """The bot's summary, threads and approval (read once: ``load_change`` already reads them)."""
+        if self._previous_read is None:
+            self._previous_read = await self._read_previous()
+        return self._previous_read
+
+    async def _read_previous(self) -> PreviousState:
+        raise NotImplementedError
+
+    async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
+        raise NotImplementedError
+
+    def plan_options(self, *, max_inline: int, approve: bool) -> PlanOptions:
+        return PlanOptions(
+            head_sha=self.head_sha,
+            max_inline=max_inline,
+            approve=approve,
+            break_glass_by=self.break_glass_by,
+            break_glass_ignored=self.break_glass_ignored,
+            line_url=self.line_url,
+            suggestion_offsets=self.suggestion_offsets,
+        )
+
+    async def publish_review(
+        self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
+        approve: bool, max_inline: int,
+    ) -> PublishPlan:  # fmt: skip
+        """Plan ``review`` against ``previous`` and publish it; the plan is returned."""
+        options = self.plan_options(max_inline=max_inline, approve=approve)
+        plan = plan_publish(review, files, previous, options)
+
+        def replan(refused: frozenset[str], notices: tuple[str, ...]) -> PublishPlan:
+            return plan_publish(review, files, previous, replace(options, refused=refused, notices=notices))
+
+        await self.publish(plan, replan)
+        return plan
+
+
+async def human_comments(
+    comments: Sequence[tuple[Author, str]],
+    name: Callable[[Author], str],
+    can_write: Callable[[Author], Awaitable[bool]],
+) -> tuple[list[str], list[str], list[str]]:
+    """``(bodies, break glass by, break glass ignored)`` of the humans' comments (the bot's left out
+    by the caller): a ``break glass`` comment counts, and is kept, only from someone who can write."""
+    bodies: list[str] = []
+    allowed: list[str] = []
+    ignored: list[str] = []
+    for author, body in comments:
+        if BREAK_GLASS_RE.search(body):
+            names = allowed if await can_write(author) else ignored
+            if name(author) not in names:
+                names.append(name(author))
+            if names is ignored:
+                continue
+        bodies.append(body)
+    return bodies, allowed, ignored
+
+
+async def thread_replies(
+    replies: Sequence[tuple[Author, str]],
+    *,
+    resolved: bool,
+    is_bot: Callable[[Author], bool],
+    name: Callable[[Author], str],
+    can_write: Callable[[Author], Awaitable[bool]],
+) -> list[Reply]:
+    """The replies after a thread's first comment; access is asked only where it matters."""
+    out: list[Reply] = []
+    for index, (author, body) in enumerate(replies, 1):
+        bot = is_bot(author)
+        # Access matters for a won't-fix, and for the last reply of an open thread (a dispute).
+        asks = bool(WONT_FIX.match(body)) or (index == len(replies) and not resolved)
+        writer = not bot and asks and await can_write(author)
+        out.append(Reply(name(author), body, is_bot=bot, can_write=writer))
+    return out
+
+
+def resolved_by_human(resolved: bool, by_bot: bool | None, replies: Sequence[Reply]) -> bool:
+    """Who resolved the thread, when the forge says (``by_bot``); else "no bot reply" stands in for it."""
+    if not resolved:
+        return False
+    if by_bot is not None:
+        return not by_bot
+    return not any(r.is_bot for r in replies)
+
+
+def checkout_root(directory: str | None, head_sha: str) -> Path | None:
+    """The CI checkout ``directory`` when its HEAD is ``head_sha`` (the tools' root), else None."""
+    if not directory or not head_sha:
+        return None
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(directory) if result.returncode == 0 and result.stdout.strip() == head_sha else None
