@@ -15,8 +15,9 @@ error tree (``codejury.forges.errors``) so the publisher decides by class:
   the summary and retry.
 
 Messages never contain the token or a request header. Threads and their resolution exist
-only in GraphQL; everything else is REST. ``CommentableLines`` says which lines of a file's
-patch a review comment may anchor to, since one comment off the diff fails the whole review.
+only in GraphQL (documents and batching in ``github_graphql``); everything else is REST. The
+records read and sent (``PullRequest``, ``ReviewThread``, ``CommentableLines``, ...) live in
+``github_types`` and are re-exported here, so callers import the client and its types from one place.
 """
 
 from __future__ import annotations
@@ -25,21 +26,40 @@ import asyncio
 import base64
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import quote
 
 import httpx2
 
-from codejury.change.diffparse import parse_diff
-from codejury.change.types import FileChange, FileStatus
-from codejury.errors import DiffParseError
 from codejury.forges.errors import ForgeAuthError, ForgeError, ForgeRefused, ForgeUnavailable
-
-Side = Literal["LEFT", "RIGHT"]
-ReviewEvent = Literal["APPROVE", "REQUEST_CHANGES", "COMMENT"]
-AnnotationLevel = Literal["notice", "warning", "failure"]
+from codejury.forges.github_graphql import (
+    REPLY,
+    RESOLVE,
+    THREADS_PER_REQUEST,
+    THREADS_QUERY,
+    UNRESOLVE,
+    ThreadOutcome,
+    ThreadUpdate,
+    settle_document,
+)
+from codejury.forges.github_types import (
+    Annotation,
+    AnnotationLevel,
+    CheckRun,
+    CommentableLines,
+    DraftComment,
+    IssueComment,
+    PullFile,
+    PullRequest,
+    Review,
+    ReviewComment,
+    ReviewEvent,
+    ReviewThread,
+    Side,
+    ThreadComment,
+    user_login,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
@@ -48,7 +68,33 @@ MAX_ANNOTATIONS_PER_REQUEST = 50
 COMPARE_MAX_FILES = 300  # GitHub lists at most 300 files of a comparison, on its first page only
 SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when it gives no hint
 _MAX_PAGES = 500
-_STATUSES: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed", "copied": "copied"}
+__all__ = [
+    "ACTIONS_BOT_LOGIN",
+    "COMPARE_MAX_FILES",
+    "DEFAULT_API_URL",
+    "MAX_ANNOTATIONS_PER_REQUEST",
+    "SECONDARY_LIMIT_WAIT_S",
+    "THREADS_PER_REQUEST",
+    "TOKEN_HINT",
+    "Annotation",
+    "AnnotationLevel",
+    "CheckRun",
+    "CommentableLines",
+    "DraftComment",
+    "GitHubAPI",
+    "GitHubRefused",
+    "IssueComment",
+    "PullFile",
+    "PullRequest",
+    "Review",
+    "ReviewComment",
+    "ReviewEvent",
+    "ReviewThread",
+    "Side",
+    "ThreadComment",
+    "ThreadOutcome",
+    "ThreadUpdate",
+]
 
 
 class GitHubRefused(ForgeRefused):
@@ -57,333 +103,6 @@ class GitHubRefused(ForgeRefused):
     def __init__(self, message: str, *, status: int | None = None, errors: Sequence[str] = ()) -> None:
         super().__init__(message, status=status)
         self.errors = tuple(errors)
-
-
-# -- records ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PullRequest:
-    number: int
-    title: str
-    body: str
-    author: str
-    head_sha: str
-    base_sha: str
-    head_ref: str
-    base_ref: str
-    state: str
-    draft: bool
-    html_url: str = ""
-    head_repo: str = ""
-    """``owner/name`` of the head's repository: a fork's when it differs from ``base_repo``."""
-    base_repo: str = ""
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PullRequest:
-        head, base = d.get("head") or {}, d.get("base") or {}
-        return cls(
-            int(d["number"]), d.get("title") or "", d.get("body") or "", _login(d), head.get("sha", ""),
-            base.get("sha", ""), head.get("ref", ""), base.get("ref", ""), d.get("state", ""), bool(d.get("draft")),
-            d.get("html_url") or "", _repo_name(head), _repo_name(base),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class PullFile:
-    """A changed file; ``patch`` is None when GitHub leaves it out (binary or very large files)."""
-
-    path: str
-    status: str
-    patch: str | None
-    previous_path: str | None
-    additions: int
-    deletions: int
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PullFile:
-        return cls(d["filename"], d.get("status", ""), d.get("patch"), d.get("previous_filename"),
-                   int(d.get("additions") or 0), int(d.get("deletions") or 0))  # fmt: skip
-
-    def commentable_lines(self) -> CommentableLines:
-        return CommentableLines.from_patch(self.patch)
-
-    def file_change(self) -> FileChange:
-        """The same file as codejury's ``FileChange``, hunks parsed from GitHub's patch (none when absent)."""
-        status: FileStatus = _STATUSES.get(self.status, "modified")
-        old_path = self.previous_path or self.path
-        bare = FileChange(path=self.path, old_path=old_path, status=status, is_binary=self.patch is None)
-        if not self.patch:
-            return bare
-        old = "/dev/null" if status == "added" else f"a/{old_path}"
-        new = "/dev/null" if status == "deleted" else f"b/{self.path}"
-        header = f"diff --git a/{old_path} b/{self.path}\n"
-        if status == "renamed":
-            header += f"rename from {old_path}\nrename to {self.path}\n"
-        try:
-            parsed = parse_diff(f"{header}--- {old}\n+++ {new}\n{self.patch}\n")
-        except DiffParseError:
-            return bare
-        return replace(parsed[0], path=self.path, old_path=old_path, status=status) if parsed else bare
-
-
-@dataclass(frozen=True)
-class IssueComment:
-    """A comment on the pull request's conversation (where the summary lives)."""
-
-    id: int
-    body: str
-    author: str
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> IssueComment:
-        return cls(int(d["id"]), d.get("body") or "", _login(d))
-
-
-@dataclass(frozen=True)
-class Review:
-    id: int
-    state: str  # APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
-    body: str
-    commit_id: str
-    author: str
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Review:
-        return cls(int(d["id"]), d.get("state", ""), d.get("body") or "", d.get("commit_id") or "", _login(d))
-
-
-@dataclass(frozen=True)
-class ReviewComment:
-    """An inline comment; ``line`` is None once the comment is outdated."""
-
-    id: int
-    path: str
-    line: int | None
-    side: Side
-    start_line: int | None
-    in_reply_to_id: int | None
-    body: str
-    author: str
-    review_id: int | None
-    commit_id: str
-    original_line: int | None = None
-    """The line when the comment was posted (``line`` is None once it is outdated)."""
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ReviewComment:
-        return cls(
-            int(d["id"]), d.get("path", ""), d.get("line"), d.get("side") or "RIGHT", d.get("start_line"),
-            d.get("in_reply_to_id"), d.get("body") or "", _login(d), d.get("pull_request_review_id"),
-            d.get("commit_id") or "", d.get("original_line"),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ThreadComment:
-    """A comment as GraphQL shows it inside a thread; ``database_id`` is the REST comment id."""
-
-    database_id: int
-    body: str
-    author: str
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ThreadComment:
-        # fullDatabaseId is a BigInt, which GraphQL sends as a string.
-        raw = d.get("fullDatabaseId") or d.get("databaseId") or 0
-        return cls(int(raw), d.get("body") or "", (d.get("author") or {}).get("login", ""))
-
-
-@dataclass(frozen=True)
-class ReviewThread:
-    """A review thread (GraphQL node id); ``line`` is None once outdated."""
-
-    id: str
-    is_resolved: bool
-    is_outdated: bool
-    path: str
-    line: int | None
-    viewer_can_resolve: bool
-    comments: tuple[ThreadComment, ...]
-    resolved_by: str | None = None
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ReviewThread:
-        comments = tuple(ThreadComment.from_json(c) for c in (d.get("comments") or {}).get("nodes") or [])
-        resolver = d.get("resolvedBy") or {}
-        return cls(d["id"], bool(d.get("isResolved")), bool(d.get("isOutdated")), d.get("path", ""), d.get("line"),
-                   bool(d.get("viewerCanResolve")), comments,
-                   str(resolver.get("login") or "") or None if isinstance(resolver, dict) else None)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class CheckRun:
-    id: int
-    name: str
-    head_sha: str
-    status: str
-    conclusion: str | None
-    title: str = ""
-    summary: str = ""
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CheckRun:
-        output = d.get("output") or {}
-        return cls(int(d["id"]), d.get("name", ""), d.get("head_sha", ""), d.get("status", ""), d.get("conclusion"),
-                   str(output.get("title") or ""), str(output.get("summary") or ""))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DraftComment:
-    """An inline comment to post with a review: ``start_line..line`` on ``side`` (new side: RIGHT)."""
-
-    path: str
-    line: int
-    body: str
-    side: Side = "RIGHT"
-    start_line: int | None = None
-    start_side: Side | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        item: dict[str, Any] = {"path": self.path, "line": self.line, "side": self.side, "body": self.body}
-        if self.start_line is not None and self.start_line != self.line:
-            item["start_line"], item["start_side"] = self.start_line, self.start_side or self.side
-        return item
-
-
-@dataclass(frozen=True)
-class Annotation:
-    """A check-run annotation (GitHub shows it on the file in the pull request's diff)."""
-
-    path: str
-    start_line: int
-    end_line: int
-    level: AnnotationLevel
-    message: str
-    title: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        item: dict[str, Any] = {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-                                "annotation_level": self.level, "message": self.message}  # fmt: skip
-        if self.title:
-            item["title"] = self.title
-        return item
-
-
-@dataclass(frozen=True)
-class CommentableLines:
-    """Which lines of one file's patch a review comment may anchor to; GitHub refuses the rest (422).
-
-    ``hunks`` holds, per hunk, the old-side (LEFT) and new-side (RIGHT) line numbers it shows.
-    """
-
-    hunks: tuple[tuple[frozenset[int], frozenset[int]], ...] = ()
-
-    @classmethod
-    def from_patch(cls, patch: str | None) -> CommentableLines:
-        """Read GitHub's ``patch`` (hunks without file headers); nothing is commentable when it is absent or bad."""
-        if not patch:
-            return cls()
-        try:
-            files = parse_diff(f"--- a/file\n+++ b/file\n{patch}\n")
-        except DiffParseError:
-            return cls()
-        return cls(
-            tuple(
-                (
-                    frozenset(ln.old_no for ln in hunk.lines if ln.old_no is not None),
-                    frozenset(ln.new_no for ln in hunk.lines if ln.new_no is not None),
-                )
-                for file in files
-                for hunk in file.hunks
-            )
-        )
-
-    def allows(self, line: int, side: Side = "RIGHT", *, start_line: int | None = None,
-               start_side: Side | None = None) -> bool:  # fmt: skip
-        """Whether a comment on ``line`` (from ``start_line``, in the same hunk) would be accepted."""
-        end = self._hunk(side, line)
-        if end is None or start_line is None:
-            return end is not None
-        start_side = start_side or side
-        ordered = start_side != side or start_line < line
-        return ordered and self._hunk(start_side, start_line) == end
-
-    def _hunk(self, side: Side, line: int) -> int | None:
-        for index, (left, right) in enumerate(self.hunks):
-            if line in (left if side == "LEFT" else right):
-                return index
-        return None
-
-
-# -- GraphQL documents (values always travel as variables) ----------------------------------------
-_THREADS_QUERY = """
-query ReviewThreads($owner: String!, $name: String!, $number: Int!, $first: Int!, $after: String) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      reviewThreads(first: $first, after: $after) {
-        pageInfo { hasNextPage endCursor }
-        nodes {
-          id isResolved isOutdated path line viewerCanResolve resolvedBy { login }
-          comments(first: 100) { nodes { fullDatabaseId databaseId body author { login } } }
-        }
-      }
-    }
-  }
-}"""
-_RESOLVE = "mutation Resolve($threadId: ID!) { resolveReviewThread(input: {threadId: $threadId}) { thread { id } } }"
-_UNRESOLVE = (
-    "mutation Unresolve($threadId: ID!) { unresolveReviewThread(input: {threadId: $threadId}) { thread { id } } }"
-)
-_REPLY = """
-mutation Reply($threadId: ID!, $body: String!) {
-  addPullRequestReviewThreadReply(input: {pullRequestReviewThreadId: $threadId, body: $body}) {
-    comment { fullDatabaseId databaseId body author { login } }
-  }
-}"""
-
-
-THREADS_PER_REQUEST = 10
-"""Thread updates batched in one GraphQL request (a reply and a resolution each: 20 mutations)."""
-
-
-@dataclass(frozen=True)
-class ThreadUpdate:
-    """Reply ``reply`` in a thread (None: no reply), then resolve it if ``resolve``."""
-
-    thread_id: str
-    reply: str | None
-    resolve: bool
-
-
-@dataclass(frozen=True)
-class ThreadOutcome:
-    """What became of one ``ThreadUpdate``: each step done, or its error (None: not asked or done)."""
-
-    update: ThreadUpdate
-    replied: bool = False
-    resolved: bool = False
-    reply_error: ForgeError | None = None
-    resolve_error: ForgeError | None = None
-
-
-def _settle_document(updates: Sequence[ThreadUpdate]) -> tuple[str, dict[str, Any]]:
-    """One mutation with aliased fields ``r<i>`` (reply) and ``s<i>`` (resolve), values in variables."""
-    declared: list[str] = []
-    fields: list[str] = []
-    variables: dict[str, Any] = {}
-    for i, update in enumerate(updates):
-        declared.append(f"$t{i}: ID!")
-        variables[f"t{i}"] = update.thread_id
-        if update.reply is not None:
-            declared.append(f"$b{i}: String!")
-            variables[f"b{i}"] = update.reply
-            fields.append(
-                f"r{i}: addPullRequestReviewThreadReply(input: {{pullRequestReviewThreadId: $t{i}, body: $b{i}}}) "
-                "{ comment { databaseId } }"
-            )
-        if update.resolve:
-            fields.append(f"s{i}: resolveReviewThread(input: {{threadId: $t{i}}}) {{ thread {{ id }} }}")
-    query = f"mutation Settle({', '.join(declared)}) {{\n  " + "\n  ".join(fields) + "\n}"
-    return query, variables
 
 
 # -- the client ---------------------------------------------------------------------------------
@@ -449,7 +168,7 @@ class GitHubAPI:
         """The token's login; a workflow token may not read ``/user`` (403), so it is the Actions bot."""
         if self._login is None:
             try:
-                self._login = _login({"user": await self._json("GET", "/user")})
+                self._login = user_login({"user": await self._json("GET", "/user")})
             except ForgeAuthError as exc:
                 if exc.status != 403:
                     raise
@@ -577,7 +296,7 @@ class GitHubAPI:
         variables: dict[str, Any] = {"owner": owner, "name": name, "number": number, "first": self._page_size}
         threads: list[ReviewThread] = []
         for _ in range(_MAX_PAGES):
-            data = await self._graphql("reviewThreads", _THREADS_QUERY, variables)
+            data = await self._graphql("reviewThreads", THREADS_QUERY, variables)
             connection = _dig(data, "repository", "pullRequest", "reviewThreads")
             threads.extend(ReviewThread.from_json(node) for node in connection.get("nodes") or [])
             info = connection.get("pageInfo") or {}
@@ -587,13 +306,13 @@ class GitHubAPI:
         return threads
 
     async def resolve_thread(self, thread_id: str) -> None:
-        await self._graphql("resolveReviewThread", _RESOLVE, {"threadId": thread_id})
+        await self._graphql("resolveReviewThread", RESOLVE, {"threadId": thread_id})
 
     async def unresolve_thread(self, thread_id: str) -> None:
-        await self._graphql("unresolveReviewThread", _UNRESOLVE, {"threadId": thread_id})
+        await self._graphql("unresolveReviewThread", UNRESOLVE, {"threadId": thread_id})
 
     async def reply_to_thread(self, thread_id: str, body: str) -> ThreadComment:
-        data = await self._graphql("addPullRequestReviewThreadReply", _REPLY, {"threadId": thread_id, "body": body})
+        data = await self._graphql("addPullRequestReviewThreadReply", REPLY, {"threadId": thread_id, "body": body})
         return ThreadComment.from_json(_dig(data, "addPullRequestReviewThreadReply", "comment"))
 
     async def settle_threads(self, updates: Sequence[ThreadUpdate]) -> list[ThreadOutcome]:
@@ -604,7 +323,7 @@ class GitHubAPI:
         asked = [(n, u) for n, u in enumerate(updates) if u.reply is not None or u.resolve]
         for first in range(0, len(asked), THREADS_PER_REQUEST):
             chunk = [u for _, u in asked[first : first + THREADS_PER_REQUEST]]
-            query, variables = _settle_document(chunk)
+            query, variables = settle_document(chunk)
             data, errors = await self._graphql_answer("settleThreads", query, variables)
             failed: dict[str, list[dict[str, Any]]] = {}
             for error in errors:
@@ -835,16 +554,6 @@ def _decode(response: httpx2.Response, *, strict: bool = True) -> Any:
         if not strict:
             return None
         raise ForgeError(f"GitHub answered {response.status_code} without JSON", status=response.status_code) from exc
-
-
-def _repo_name(side: dict[str, Any]) -> str:
-    repo = side.get("repo") or {}
-    return str(repo.get("full_name") or "") if isinstance(repo, dict) else ""
-
-
-def _login(d: dict[str, Any]) -> str:
-    user = d.get("user") or {}
-    return str(user.get("login") or "") if isinstance(user, dict) else ""
 
 
 def _dig(data: dict[str, Any], *keys: str) -> dict[str, Any]:

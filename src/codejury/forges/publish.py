@@ -26,8 +26,9 @@ into ``ChangeMeta.previous`` (findings still open, dismissed ones, files changed
 reviewed commit; titles read back with ``finding_title``), which the prompts fence as data.
 
 Every piece of model-written or human text goes through ``safety.safe_text`` / ``safe_line``;
-every body is checked with ``safety.check_published`` and a problem left is a bug
-(``UnsafeBody``), never published.
+every body is checked with ``safety.checked`` and a problem left is a bug (``UnsafeBody``),
+never published. The summary's wording lives in ``summary`` (``failure_note`` too, re-exported
+here with ``checked`` and ``UnsafeBody``); this module decides what goes into it.
 """
 
 from __future__ import annotations
@@ -40,27 +41,16 @@ from types import TracebackType
 from typing import ClassVar, Literal, Protocol, Self
 
 from codejury.change.types import ChangeSet, FileChange, PreviousReview, PriorFinding
-from codejury.findings import (
-    SEVERITY_RANK,
-    Disagreement,
-    Finding,
-    ReplyVerdict,
-    Review,
-    ReviewerReport,
-    Severity,
-)
+from codejury.findings import SEVERITY_RANK, Disagreement, Finding, ReplyVerdict, Review, Severity
 from codejury.fingerprint import unique_fingerprints
-from codejury.forges.markers import (
-    FindingStatus,
-    SummaryState,
-    finding_marker,
-    summary_marker,
-    with_marker,
-)
-from codejury.forges.safety import check_published, inline_code, safe_line, safe_text, suggestion_block
+from codejury.forges.markers import FindingStatus, SummaryState, finding_marker, with_marker
+from codejury.forges.safety import UnsafeBody as UnsafeBody
+from codejury.forges.safety import checked as checked
+from codejury.forges.safety import inline_code, safe_code, safe_line, safe_text, suggestion_block
+from codejury.forges.summary import failure_note as failure_note
+from codejury.forges.summary import summary_body
 from codejury.judge.verdict import VCS_ACTION
-from codejury.render import SEVERITY_LABELS, format_cost, format_duration, group_by_section, location
-from codejury.render.markdown import VERDICT_HEADLINES
+from codejury.render import SEVERITY_LABELS
 
 ApprovalAction = Literal["approve", "unapprove", "none"]
 LineUrl = Callable[[str, int, int], str | None]
@@ -68,10 +58,6 @@ Replan = Callable[[frozenset[str], tuple[str, ...]], "PublishPlan"]
 """Plan again with these fingerprints refused by the forge and these notices for the summary."""
 WONT_FIX = re.compile(r"^\s*(?:won['’]?t\s*fix|wontfix|acknowledged|ack)\b", re.IGNORECASE)
 _SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "suggestion")
-
-
-class UnsafeBody(AssertionError):
-    """A planned body failed ``check_published``: a bug in codejury, never published."""
 
 
 # -- what a forge tells us about the previous runs -----------------------------------------------------
@@ -492,7 +478,7 @@ def plan_publish(
         new=new,
         summary_changed=previous.state != state or bool(options.refused) or previous.summary_id is None,
     )
-    body = _summary(review, files, plan, previous, options, shown, tally)
+    body = summary_body(review, files, plan, previous, options, shown, lingering=tally.lingering, fixed=tally.fixed)
     return replace(plan, summary=body)
 
 
@@ -512,7 +498,7 @@ def _inline(
         above = spot[1] - spot[0] if options.suggestion_offsets else 0
         parts += ["Suggested change:", "", suggestion_block(finding.suggestion, lines_above=above), ""]
     elif finding.suggestion is not None and finding.suggestion.strip():
-        parts += ["Suggested code:", "", _code(finding.suggestion), ""]
+        parts += ["Suggested code:", "", safe_code(finding.suggestion), ""]
     parts.append(f"<sub>codejury · {safe_line(finding.reviewer)} · confidence {finding.confidence:.0%}</sub>")
     text = checked(with_marker(finding_marker(key), "\n".join(parts)))
     return InlineComment(fp, key, finding, spot[0], spot[1], text)
@@ -574,144 +560,3 @@ def previous_review(previous: PreviousState, changed_since: Sequence[str] | None
         dismissed=tuple(dismissed.values()),
         unlisted_open=unlisted,
     )
-
-
-def _code(text: str) -> str:
-    from codejury.forges.safety import safe_code
-
-    return safe_code(text)
-
-
-def checked(body: str) -> str:
-    """``body`` if ``check_published`` finds nothing; otherwise ``UnsafeBody`` (a bug, never posted)."""
-    problems = check_published(body)
-    if problems:
-        raise UnsafeBody("refusing to publish an unsafe body: " + "; ".join(problems[:5]))
-    return body
-
-
-# -- the summary ------------------------------------------------------------------------------------
-def _link(finding: Finding, options: PlanOptions) -> str:
-    text = inline_code(location(finding))
-    url = options.line_url(finding.path, finding.start_line, finding.end_line) if options.line_url else None
-    return f"[{text}]({url})" if url else text
-
-
-def _reviewer_lines(review: Review) -> list[str]:
-    reports: list[ReviewerReport] = [*review.reviewers, *([review.coordinator] if review.coordinator else [])]
-    out = []
-    for r in reports:
-        if r.status == "failed":
-            out.append(f"- {safe_line(r.name)} failed: {safe_line(r.error or 'no reason given')}")
-        elif r.status == "skipped" and r.name != "coordinator":
-            out.append(f"- {safe_line(r.name)} was skipped{': ' + safe_line(r.error) if r.error else ''}")
-    return out
-
-
-def _details(title: str, items: list[str]) -> list[str]:
-    return ["<details>", f"<summary>{title}</summary>", "", *items, "", "</details>", ""] if items else []
-
-
-def _summary(
-    review: Review,
-    files: Sequence[FileChange],
-    plan: PublishPlan,
-    previous: PreviousState,
-    options: PlanOptions,
-    shown: list[tuple[str, Finding]],
-    tally: _Tally,
-) -> str:
-    headline = VERDICT_HEADLINES.get(review.verdict, review.verdict)
-    lines = ["## codejury review", "", f"**Verdict: {headline}** · commit {inline_code(options.head_sha[:12])}", ""]
-    if previous.state is not None:
-        lines += [f"Re-review: {plan.fixed} fixed, {plan.still_open} still open, {plan.new} new.", ""]
-    summary = safe_text(review.summary).strip()
-    if summary:
-        lines += [summary, ""]
-    if review.break_glass:
-        who = ", ".join(safe_line(w) for w in options.break_glass_by) or "the --break-glass flag"
-        lines += [f"**Break glass** invoked by {who}: approval is forced; the findings below still stand.", ""]
-    if options.break_glass_ignored:
-        who = ", ".join(safe_line(w) for w in options.break_glass_ignored)
-        lines += [f"A break-glass comment by {who} was ignored: it needs Developer access or more.", ""]
-    if not review.judged:
-        lines += ["**Unjudged:** the coordinator could not run; findings are unchecked and nothing is approved.", ""]
-    lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
-    only = {id(f): reason for f, reason in plan.summary_only}
-    findings = [f for _, f in shown]
-    if findings:
-        for title, group in group_by_section(findings):
-            lines += [f"### {safe_line(title)} ({len(group)})", ""]
-            for f in group:
-                lines += _summary_finding(f, only.get(id(f)), options)
-    else:
-        lines += ["No open findings.", ""]
-    if tally.lingering:
-        lines += ["### Still open from an earlier review", ""]
-        lines += [
-            f"- {inline_code(t.path)} line {t.start_line}: not reported this time, but its lines did not change"
-            for t in tally.lingering
-        ]
-        lines.append("")
-    if tally.fixed:
-        lines += [f"- Fixed: {inline_code(t.path)} line {t.start_line} (thread resolved)" for t in tally.fixed] + [""]
-    dismissed = sorted(fp for fp, s in plan.state.findings.items() if s == "dismissed")
-    if dismissed:
-        lines += [f"{len(dismissed)} finding(s) dismissed by a reply are not raised again unless they get worse.", ""]
-    reviewers = _reviewer_lines(review)
-    if reviewers:
-        lines += ["### Reviewers that failed or were skipped", "", *reviewers, ""]
-    skipped = {s.path for s in review.skipped_files}
-    lines += _details(
-        f"Files reviewed ({len([f for f in files if f.path not in skipped])})",
-        [f"- {inline_code(f.path)}" for f in files if f.path not in skipped],
-    )
-    lines += _details(
-        f"Files skipped ({len(review.skipped_files)})",
-        [f"- {inline_code(s.path)}: {safe_line(s.reason)}" for s in review.skipped_files],
-    )
-    lines += _details(
-        f"Cut to fit the model's context ({len(review.cut_files)}): reviewers saw part or none of these",
-        [f"- {inline_code(p)}" for p in review.cut_files],
-    )
-    if review.dropped_findings:
-        total = sum(review.dropped_findings.values())
-        lines += [f"{total} finding(s) dropped by the judge.", ""]
-    u = review.usage
-    lines.append(
-        f"<sub>codejury · tier {review.tier} · {format_cost(u.cost_usd)} · {format_duration(u.duration_s)}</sub>"
-    )
-    marker = summary_marker(plan.state.head_sha, plan.state.findings, plan.state.verdict)
-    return checked(with_marker(marker, "\n".join(lines) + "\n"))
-
-
-def _summary_finding(finding: Finding, summary_reason: str | None, options: PlanOptions) -> list[str]:
-    label = SEVERITY_LABELS.get(finding.severity, finding.severity)
-    head = f"**{label}** · {_link(finding, options)} · **{safe_line(finding.title)}**"
-    if summary_reason is None:
-        return [f"{head} · see its thread", ""]
-    out = [f"{head} · not commented inline: {summary_reason}", ""]
-    body = safe_text(finding.body).strip()
-    if body:
-        out += [body, ""]
-    if finding.suggestion is not None and finding.suggestion.strip():
-        out += ["Suggested code:", "", _code(finding.suggestion), ""]
-    return out
-
-
-def failure_note(previous: PreviousState, message: str, head_sha: str) -> tuple[str, SummaryState]:
-    """The summary body of a review in which no reviewer succeeded: no approval, state kept."""
-    old = previous.state
-    state = SummaryState(
-        head_sha=old.head_sha if old else head_sha, findings=dict(old.findings) if old else {}, verdict=None
-    )
-    lines = [
-        "## codejury review",
-        "",
-        f"**Review failed** for commit {inline_code(head_sha[:12])}: {safe_line(message)}",
-        "",
-        "Nothing was approved. Threads from earlier reviews are left as they were; the next push or a re-run "
-        "of the job reviews again.",
-        "",
-    ]
-    return checked(with_marker(summary_marker(state.head_sha, state.findings), "\n".join(lines))), state

@@ -3,7 +3,7 @@
 Untrusted text (model-written titles and bodies, quoted replies, MR titles) goes through
 ``safe_text`` (or ``safe_line`` for one-line places), code through ``safe_code``,
 ``suggestion_block`` or ``inline_code``, and the finished body through ``check_published``
-before it is posted. What "safe" means (FORGES.md):
+(``checked`` raises ``UnsafeBody`` on a problem) before it is posted. What "safe" means (FORGES.md):
 
 - **No quick action.** GitLab runs a line starting with ``/approve``, ``/merge``... at
   column 0, as the token's user. Prose lines whose first non-space character is ``/`` get a
@@ -259,6 +259,18 @@ def check_published(body: str) -> list[str]:
             problems += found
     problems += [f"unbalanced <{tag}>" for tag, open_count in depth.items() if open_count]
     return problems
+
+
+class UnsafeBody(AssertionError):
+    """A planned body failed ``check_published``: a bug in codejury, never published."""
+
+
+def checked(body: str) -> str:
+    """``body`` if ``check_published`` finds nothing; otherwise ``UnsafeBody`` (a bug, never posted)."""
+    problems = check_published(body)
+    if problems:
+        raise UnsafeBody("refusing to publish an unsafe body: " + "; ".join(problems[:5]))
+    return body
 
 
 def _check_code(block: _Block, first: int, after_html: bool) -> list[str]:

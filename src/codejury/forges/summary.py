@@ -1,0 +1,156 @@
+"""The summary comment's text: the body a review publishes on the conversation, and the failure note.
+
+``summary_body`` renders a planned review (verdict, re-review counts, findings by section, the
+threads fixed or still open, reviewers that failed, files reviewed and skipped, cost) and
+``failure_note`` the short body of a review in which no reviewer succeeded; both end with the
+summary marker that carries the state the next run reads back. Deciding what to publish stays
+in ``publish``; this module only writes it out, so the wording can change without touching
+the matching rules. Every untrusted string goes through ``safety``, every body through ``checked``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from codejury.change.types import FileChange
+from codejury.findings import Finding, Review, ReviewerReport
+from codejury.forges.markers import SummaryState, summary_marker, with_marker
+from codejury.forges.safety import checked, inline_code, safe_code, safe_line, safe_text
+from codejury.render import SEVERITY_LABELS, format_cost, format_duration, group_by_section, location
+from codejury.render.markdown import VERDICT_HEADLINES
+
+if TYPE_CHECKING:  # publish imports this module to render its plans
+    from codejury.forges.publish import PlanOptions, PreviousState, PreviousThread, PublishPlan
+
+
+def _link(finding: Finding, options: PlanOptions) -> str:
+    text = inline_code(location(finding))
+    url = options.line_url(finding.path, finding.start_line, finding.end_line) if options.line_url else None
+    return f"[{text}]({url})" if url else text
+
+
+def _reviewer_lines(review: Review) -> list[str]:
+    reports: list[ReviewerReport] = [*review.reviewers, *([review.coordinator] if review.coordinator else [])]
+    out = []
+    for r in reports:
+        if r.status == "failed":
+            out.append(f"- {safe_line(r.name)} failed: {safe_line(r.error or 'no reason given')}")
+        elif r.status == "skipped" and r.name != "coordinator":
+            out.append(f"- {safe_line(r.name)} was skipped{': ' + safe_line(r.error) if r.error else ''}")
+    return out
+
+
+def _details(title: str, items: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{title}</summary>", "", *items, "", "</details>", ""] if items else []
+
+
+def summary_body(
+    review: Review,
+    files: Sequence[FileChange],
+    plan: PublishPlan,
+    previous: PreviousState,
+    options: PlanOptions,
+    shown: list[tuple[str, Finding]],
+    *,
+    lingering: Sequence[PreviousThread],
+    fixed: Sequence[PreviousThread],
+) -> str:
+    """The summary comment of ``plan`` (its ``summary`` still empty), marker and state included.
+
+    ``shown`` lists the findings the summary names, with their fingerprints; ``lingering`` the
+    earlier threads not reported again but whose lines did not change, ``fixed`` those resolved."""
+    headline = VERDICT_HEADLINES.get(review.verdict, review.verdict)
+    lines = ["## codejury review", "", f"**Verdict: {headline}** · commit {inline_code(options.head_sha[:12])}", ""]
+    if previous.state is not None:
+        lines += [f"Re-review: {plan.fixed} fixed, {plan.still_open} still open, {plan.new} new.", ""]
+    summary = safe_text(review.summary).strip()
+    if summary:
+        lines += [summary, ""]
+    if review.break_glass:
+        who = ", ".join(safe_line(w) for w in options.break_glass_by) or "the --break-glass flag"
+        lines += [f"**Break glass** invoked by {who}: approval is forced; the findings below still stand.", ""]
+    if options.break_glass_ignored:
+        who = ", ".join(safe_line(w) for w in options.break_glass_ignored)
+        lines += [f"A break-glass comment by {who} was ignored: it needs Developer access or more.", ""]
+    if not review.judged:
+        lines += ["**Unjudged:** the coordinator could not run; findings are unchecked and nothing is approved.", ""]
+    lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
+    only = {id(f): reason for f, reason in plan.summary_only}
+    findings = [f for _, f in shown]
+    if findings:
+        for title, group in group_by_section(findings):
+            lines += [f"### {safe_line(title)} ({len(group)})", ""]
+            for f in group:
+                lines += _summary_finding(f, only.get(id(f)), options)
+    else:
+        lines += ["No open findings.", ""]
+    if lingering:
+        lines += ["### Still open from an earlier review", ""]
+        lines += [
+            f"- {inline_code(t.path)} line {t.start_line}: not reported this time, but its lines did not change"
+            for t in lingering
+        ]
+        lines.append("")
+    if fixed:
+        lines += [f"- Fixed: {inline_code(t.path)} line {t.start_line} (thread resolved)" for t in fixed] + [""]
+    dismissed = sorted(fp for fp, s in plan.state.findings.items() if s == "dismissed")
+    if dismissed:
+        lines += [f"{len(dismissed)} finding(s) dismissed by a reply are not raised again unless they get worse.", ""]
+    reviewers = _reviewer_lines(review)
+    if reviewers:
+        lines += ["### Reviewers that failed or were skipped", "", *reviewers, ""]
+    skipped = {s.path for s in review.skipped_files}
+    lines += _details(
+        f"Files reviewed ({len([f for f in files if f.path not in skipped])})",
+        [f"- {inline_code(f.path)}" for f in files if f.path not in skipped],
+    )
+    lines += _details(
+        f"Files skipped ({len(review.skipped_files)})",
+        [f"- {inline_code(s.path)}: {safe_line(s.reason)}" for s in review.skipped_files],
+    )
+    lines += _details(
+        f"Cut to fit the model's context ({len(review.cut_files)}): reviewers saw part or none of these",
+        [f"- {inline_code(p)}" for p in review.cut_files],
+    )
+    if review.dropped_findings:
+        total = sum(review.dropped_findings.values())
+        lines += [f"{total} finding(s) dropped by the judge.", ""]
+    u = review.usage
+    lines.append(
+        f"<sub>codejury · tier {review.tier} · {format_cost(u.cost_usd)} · {format_duration(u.duration_s)}</sub>"
+    )
+    marker = summary_marker(plan.state.head_sha, plan.state.findings, plan.state.verdict)
+    return checked(with_marker(marker, "\n".join(lines) + "\n"))
+
+
+def _summary_finding(finding: Finding, summary_reason: str | None, options: PlanOptions) -> list[str]:
+    label = SEVERITY_LABELS.get(finding.severity, finding.severity)
+    head = f"**{label}** · {_link(finding, options)} · **{safe_line(finding.title)}**"
+    if summary_reason is None:
+        return [f"{head} · see its thread", ""]
+    out = [f"{head} · not commented inline: {summary_reason}", ""]
+    body = safe_text(finding.body).strip()
+    if body:
+        out += [body, ""]
+    if finding.suggestion is not None and finding.suggestion.strip():
+        out += ["Suggested code:", "", safe_code(finding.suggestion), ""]
+    return out
+
+
+def failure_note(previous: PreviousState, message: str, head_sha: str) -> tuple[str, SummaryState]:
+    """The summary body of a review in which no reviewer succeeded: no approval, state kept."""
+    old = previous.state
+    state = SummaryState(
+        head_sha=old.head_sha if old else head_sha, findings=dict(old.findings) if old else {}, verdict=None
+    )
+    lines = [
+        "## codejury review",
+        "",
+        f"**Review failed** for commit {inline_code(head_sha[:12])}: {safe_line(message)}",
+        "",
+        "Nothing was approved. Threads from earlier reviews are left as they were; the next push or a re-run "
+        "of the job reviews again.",
+        "",
+    ]
+    return checked(with_marker(summary_marker(state.head_sha, state.findings), "\n".join(lines))), state
