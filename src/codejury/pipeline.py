@@ -205,21 +205,23 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
 
     board.add_listener(breaker_moved)
     try:
-        return await _in_workspace(
-            change,
-            config,
-            opts,
-            (rules, context_text, patches),
-            tier,
-            names,
-            models,
-            resolved,
-            kept,
-            skipped,
-            prices,
-            break_glass,
-            started,
-        )
+        with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
+            dest = opts.workspace_dir or Path(tmp)
+            workspace = build_workspace(change, dest, shared_context=context_text)
+            tools = RepoTools(change.root, dict(patches))
+            ctx = ChangeContext(
+                files=kept,
+                title=change.meta.title,
+                shared_context=context_text,
+                patches=patches,
+                tools=tools,
+                shared_rules=rules,
+                sections=config.prompt_sections,
+            )
+            events.emit("workspace", path=str(workspace.root), patches=len(workspace.patch_paths))
+            return await _run_review(
+                change, config, opts, ctx, tier, names, models, resolved, kept, skipped, prices, break_glass, started
+            )
     finally:
         board.remove_listener(breaker_moved)
 
@@ -251,43 +253,6 @@ def _resilient_models(
         wrapper = ResilientModel(chain, board=board, settings=resilience, on_event=opts.events.emit)
         out[spec] = ResolvedModel(spec=spec, model=wrapper, profile=chain[0].profile)
     return out
-
-
-async def _in_workspace(
-    change: ChangeSet,
-    config: ReviewConfig,
-    opts: ReviewOptions,
-    prepared: tuple[str, str, list[tuple[str, str]]],
-    tier: Tier,
-    names: list[str],
-    models: Mapping[str, str | None],
-    resolved: Mapping[str, ResolvedModel],
-    kept: list[FileChange],
-    skipped: list[SkippedFile],
-    prices: PriceTable,
-    break_glass: bool,
-    started: float,
-) -> Review:
-    """Build the workspace and the agents' shared context (rules, change context, patches), then review."""
-    rules, context_text, patches = prepared
-    events = opts.events
-    with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
-        dest = opts.workspace_dir or Path(tmp)
-        workspace = build_workspace(change, dest, shared_context=context_text)
-        tools = RepoTools(change.root, dict(patches))
-        ctx = ChangeContext(
-            files=kept,
-            title=change.meta.title,
-            shared_context=context_text,
-            patches=patches,
-            tools=tools,
-            shared_rules=rules,
-            sections=config.prompt_sections,
-        )
-        events.emit("workspace", path=str(workspace.root), patches=len(workspace.patch_paths))
-        return await _run_review(
-            change, config, opts, ctx, tier, names, models, resolved, kept, skipped, prices, break_glass, started
-        )
 
 
 async def _run_review(
