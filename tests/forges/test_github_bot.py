@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from pydantic_ai.exceptions import ModelHTTPError
 
-from codejury import pipeline
-from codejury.cli import cli
 from codejury.errors import InputError
 from codejury.forges import github as github_mod
 from codejury.forges.github import target_from_env, target_from_url
@@ -21,8 +18,9 @@ from codejury.forges.github_api import GitHubAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
 from tests.fakes.github_server import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread
-from tests.fakes.scripted import Fail, Final, Raw, ScriptedResolver, Step
+from tests.fakes.scripted import Fail, Step
 from tests.fakes.scripted import finding as model_finding
+from tests.forges.scripted_cli import scripted_review
 
 REPO = "octo/app"
 ACTIONS = "ghs_actions_token_0001"
@@ -76,21 +74,13 @@ def run(
     use_url: bool = True,
     number: int = 7,
 ) -> tuple[int, str, str]:
-    script = list(reviewer) if reviewer is not None else [Final(list(findings or []))]
-    resolver = ScriptedResolver({"reviewer": script, "coordinator": [Raw({"decisions": []})]})
-    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
     if token is None:
         monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     else:
         monkeypatch.setenv("GITHUB_TOKEN", token)
     flags = ["--url", pr_url(gh, number)] if use_url else []
-    result = CliRunner().invoke(
-        cli,
-        ["review", *flags, "--model", "scripted:reviewer", "--model-for", "coordinator=scripted:coordinator"]
-        + ["--format", "markdown", "--fail-on", "never", *args],
-        catch_exceptions=False,
-    )
-    return result.exit_code, result.stdout, result.stderr
+    code, out, err, _ = scripted_review(monkeypatch, [*flags, *args], findings, reviewer=reviewer)
+    return code, out, err
 
 
 def content_writes(requests: Sequence[RecordedRequest]) -> list[RecordedRequest]:

@@ -10,11 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from pydantic_ai.exceptions import ModelHTTPError
 
-from codejury import pipeline
-from codejury.cli import cli
 from codejury.config import Settings, merge_file_table
 from codejury.errors import ConfigError
 from codejury.forges import gitlab as gitlab_mod
@@ -23,8 +20,9 @@ from codejury.forges.gitlab_api import GitLabAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
 from tests.fakes.gitlab_server import FakeGitLab, RecordedRequest
-from tests.fakes.scripted import Fail, Final, Raw, ScriptedResolver, Step
+from tests.fakes.scripted import Fail, ScriptedResolver, Step
 from tests.fakes.scripted import finding as model_finding
+from tests.forges.scripted_cli import scripted_review
 
 OLD = "".join(f"line {n}\n" for n in range(1, 31))
 NEW = OLD.replace("line 5\n", "line five\n").replace("line 15\n", "line fifteen\n").replace("line 25\n", "line 25x\n")
@@ -66,24 +64,17 @@ def run(
 ) -> tuple[int, str, str]:
     """One ``codejury review`` run; ``tools=False`` puts the shared context in the recorded prompts,
     and ``resolvers`` receives the run's scripted models (their prompts)."""
-    script = list(reviewer) if reviewer is not None else [Final(list(findings or []))]
-    judge = list(coordinator) if coordinator is not None else [Raw({"decisions": []})]
-    resolver = ScriptedResolver({"reviewer": script, "coordinator": judge}, tools=tools)
-    if resolvers is not None:
-        resolvers.append(resolver)
-    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
     if token is None:
         monkeypatch.delenv("CODEJURY_GITLAB_TOKEN", raising=False)
     else:
         monkeypatch.setenv("CODEJURY_GITLAB_TOKEN", token)
     flags = ["--url", url(gl, iid)] if use_url else []
-    result = CliRunner().invoke(
-        cli,
-        ["review", *flags, "--model", "scripted:reviewer", "--model-for", "coordinator=scripted:coordinator"]
-        + ["--format", "markdown", "--fail-on", "never", *args],
-        catch_exceptions=False,
+    code, out, err, resolver = scripted_review(
+        monkeypatch, [*flags, *args], findings, reviewer=reviewer, coordinator=coordinator, tools=tools
     )
-    return result.exit_code, result.stdout, result.stderr
+    if resolvers is not None:
+        resolvers.append(resolver)
+    return code, out, err
 
 
 def writes(requests: Sequence[RecordedRequest]) -> list[RecordedRequest]:
