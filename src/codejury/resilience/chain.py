@@ -124,7 +124,6 @@ class ResilientModel(WrapperModel):
         self._clock = clock
         self._sleep = sleep
         self._on_event = on_event
-        self.last_model_used: str | None = None
 
     def __repr__(self) -> str:
         return f"ResilientModel({', '.join(m.spec for m in self.chain)})"
@@ -154,7 +153,6 @@ class ResilientModel(WrapperModel):
             attempted = True
             outcome = await self._try_model(resolved, breaker, messages, model_settings, model_request_parameters)
             if isinstance(outcome, ModelResponse):
-                self.last_model_used = resolved.spec
                 if (used := MODELS_USED.get()) is not None:
                     used.append(resolved.spec)
                 return outcome
