@@ -463,19 +463,6 @@ def test_default_models_and_chains_name_models_the_installed_sdks_know() -> None
 # -- the real SDKs against the fake provider server --------------------------------------------------
 
 
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def closed_models(server: FakeProviderServer) -> AsyncIterator[None]:
-    registry.clear_model_cache()
-    yield
-    await registry.close_cached_models()
-
-
 @pytest.mark.usefixtures("closed_models")
 @pytest.mark.parametrize(
     ("first", "second", "status"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -125,19 +124,6 @@ def test_retry_after_parsing() -> None:
 
 class Verdict(BaseModel):
     verdict: str
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def closed_models(server: FakeProviderServer) -> AsyncIterator[None]:
-    registry.clear_model_cache()
-    yield
-    await registry.close_cached_models()
 
 
 @pytest.fixture
