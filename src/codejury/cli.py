@@ -24,7 +24,7 @@ from rich.console import Console
 from codejury import __version__
 from codejury.change.types import ChangeSet
 from codejury.config import FAIL_ON_CHOICES, Settings
-from codejury.errors import CodejuryError, ConfigError, ReviewFailed
+from codejury.errors import CodejuryError, ConfigError, InputError, ReviewFailed
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
 from codejury.pipeline import ReviewOptions, review
@@ -182,8 +182,6 @@ def review_command(**flags: Any) -> None:
 
 
 async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
-    from codejury.errors import InputError
-
     if f.diff_file and (f.working_tree or f.base_ref or f.head_ref):
         raise InputError("--diff cannot be combined with --working-tree, --base or --head")
     if f.url or f.publish:
@@ -209,8 +207,7 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
             raise InputError("the change is empty: there is nothing to review")
         settings, opts = _options(change, env, f, stack)
         result = await review(change, opts)
-    fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
-    _emit(result, fmt, f.output, renderers)
+    _emit(result, _format(f), f.output, renderers)
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0
@@ -256,8 +253,6 @@ def _options(
 
 async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
     """``--url`` / ``--publish``: review a GitLab merge request or a GitHub pull request through its API."""
-    from codejury.errors import InputError
-
     if f.diff_file or f.working_tree or f.base_ref or f.head_ref:
         raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
     if f.publish and f.dry_run:
@@ -270,7 +265,6 @@ def _forge(url: str | None, env: dict[str, str]) -> Callable[[], Forge]:
     of this CI run: the target is found now, the adapter (and its HTTP client) made when the review starts."""
     from functools import partial
 
-    from codejury.errors import InputError
     from codejury.forges import github, gitlab
 
     if url:
@@ -290,7 +284,6 @@ def _forge(url: str | None, env: dict[str, str]) -> Callable[[], Forge]:
 
 async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Callable[[], Forge]) -> int:
     """Review the forge's change, print it and, with ``--publish``, post it (or the failure note)."""
-    from codejury.errors import InputError
     from codejury.forges.errors import ForgeError
     from codejury.forges.publish import PreviousState, disputes
 
@@ -312,13 +305,16 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
                         if not forge.read_only:
                             _err(f"posted the failure note on {forge.web_url}")
                     raise
-                fmt = f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
-                _emit(result, fmt, f.output, renderers)
+                _emit(result, _format(f), f.output, renderers)
                 if f.publish and isinstance(result, Review):
                     plan = await forge.publish_review(
-                        result, change.files, previous, fail_on=settings.fail_on, approve=settings.approve,
+                        result,
+                        change.files,
+                        previous,
+                        fail_on=settings.fail_on,
+                        approve=settings.approve,
                         max_inline=f.max_inline,
-                    )  # fmt: skip
+                    )
                     opts.events.emit(
                         "published",
                         forge=forge.forge_name,
@@ -353,6 +349,11 @@ def _read_config(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+
+
+def _format(f: ReviewFlags) -> str:
+    """``--format``, or terminal on a TTY (unless writing a file) and markdown otherwise."""
+    return f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
 
 
 def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Any]) -> None:
