@@ -76,8 +76,6 @@ class AgentOutcome:
 
 def describe_error(exc: BaseException) -> str:
     """A one-line, secret-free description of why an agent failed."""
-    if isinstance(exc, TimeoutError):
-        return "timed out"
     if isinstance(exc, ModelHTTPError):
         return f"model API error {exc.status_code} ({type(exc).__name__})"
     if isinstance(exc, UsageLimitExceeded):
