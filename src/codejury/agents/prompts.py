@@ -32,6 +32,8 @@ BOUNDARY_TAGS: tuple[str, ...] = (
     "shared_context",
     "tool_result",
     "thread_reply",
+    "expected_comment",
+    "finding",
 )
 _TAG_RE = re.compile(
     r"<\s*/?\s*(?:" + "|".join(BOUNDARY_TAGS) + r")\b[^>]*>",

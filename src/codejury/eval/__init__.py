@@ -1,0 +1,1 @@
+"""``codejury eval``: review quality measured on pull requests with expected review comments."""
