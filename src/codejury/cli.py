@@ -1,48 +1,56 @@
 """Commands only: parse flags, call the pipeline, render, exit code.
 
-Exit codes: 0 review done (and --fail-on not triggered); 1 --fail-on triggered;
-2 bad input or configuration, a missing or refused forge token (one-line cause on stderr);
-3 no reviewer succeeded; 4 the forge stayed unavailable after retries (what was already
-posted is named; a re-run completes it without duplicates).
+Exit codes (``EXIT_CODES``, also shown by ``codejury review --help`` and in the README):
+
+- 0 the review is done and ``--fail-on`` was not triggered (or a ``--dry-run`` plan was printed);
+- 1 ``--fail-on`` triggered: the review blocks the merge;
+- 2 bad input or configuration, a missing or refused forge token, or a finished review that
+  could not be written to ``-o``/``--events`` (it is printed on stdout instead); one-line cause;
+- 3 no reviewer succeeded; 4 the forge stayed unavailable after retries (what was already
+  posted is named; a re-run completes it without duplicates);
+- 5 internal error: an unexpected exception, reported in one line (``CODEJURY_DEBUG=1`` prints
+  the traceback); 130 interrupted.
+
+Only click and the standard library are imported at start-up: the pipeline, the provider SDKs,
+pydantic and the forges are imported inside the commands, so ``codejury --help`` is instant.
 """
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import sys
+import traceback
 import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from rich.console import Console
 
 from codejury import __version__
-from codejury.change.types import ChangeSet
-from codejury.config import FAIL_ON_CHOICES, Settings
-from codejury.errors import CodejuryError, ConfigError, InputError, ReviewFailed
-from codejury.findings import Plan, Review
-from codejury.judge.verdict import should_fail
-from codejury.pipeline import ReviewOptions, review
-from codejury.plugins import collect_registry, make_plugin_manager
-from codejury.record.events import EventLog
-from codejury.settings_loader import load_settings, parse_assignments
+from codejury.cli_io import check_writable, piped_stdin_has_data, shown_path, write_output
+from codejury.errors import CodejuryError, ConfigError, InputError, OutputError, ReviewFailed
+from codejury.eval.command import eval_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from codejury.change.types import ChangeSet
+    from codejury.config import Settings
+    from codejury.findings import Plan, Review
     from codejury.forges.publish import Forge
+    from codejury.pipeline import ReviewOptions
 
-SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_KEY")
+FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
+"""``config.FAIL_ON_CHOICES``, repeated so that ``--help`` need not import the config model (a test checks)."""
 
-
-def secret_values(env: dict[str, str]) -> list[str]:
-    """Values of environment variables that hold credentials, to scrub from every output."""
-    return [v for k, v in env.items() if k.upper().endswith(SECRET_SUFFIXES) and len(v) >= 8]
+EXIT_CODES = (
+    "Exit codes: 0 review done; 1 --fail-on triggered; 2 bad input or configuration, or the review "
+    "could not be written (it is printed instead); 3 no reviewer succeeded; 4 forge unavailable; "
+    "5 internal error (CODEJURY_DEBUG=1 shows the traceback)."
+)
 
 
 @dataclass(frozen=True)
@@ -73,16 +81,48 @@ class ReviewFlags:
 
 
 def _err(msg: str) -> None:
+    from codejury.secrets import redact_env
+
+    click.echo(f"codejury: {redact_env(msg)}", err=True)  # a message may quote a provider's or forge's reply
+
+
+def _progress(msg: str) -> None:
+    """A stage of the review starting or ending: stderr, so stdout stays the review alone."""
     click.echo(f"codejury: {msg}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group: an unexpected exception in any command ends as one line and exit 5."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # click's own handling: usage errors exit 2, --help and --version exit 0
+        except Exception as exc:
+            _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> NoReturn:
+    """Report a bug in one line (exit 5, never 1: a CI reads 1 as "review blocked")."""
+    if os.environ.get("CODEJURY_DEBUG", "").strip() not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    detail = " ".join(str(exc).split())
+    detail = detail if len(detail) <= 300 else detail[:299] + "…"
+    _err(
+        f"internal error: {type(exc).__name__}{': ' + detail if detail else ''} "
+        "(please report it; rerun with CODEJURY_DEBUG=1 for the traceback)"
+    )
+    sys.exit(5)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="codejury")
 def cli() -> None:
     """codejury: a panel of AI reviewers, a judge, and one review with a verdict."""
 
 
-@cli.command("review")
+@cli.command("review", epilog=EXIT_CODES)
 @click.option("--working-tree", is_flag=True, help="Include uncommitted and untracked changes.")
 @click.option(
     "--base", "base_ref", metavar="REF", help="Base of the range (default: merge-base with the default branch)."
@@ -104,18 +144,19 @@ def cli() -> None:
     help="Output format (default: terminal on a TTY, markdown otherwise). CI artifacts of a review: "
     "sarif (GitHub code scanning), rdjson (reviewdog), codeclimate (GitLab Code Quality).",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the review to FILE.")
+@click.option("--output", "-o", type=click.Path(path_type=Path), help="Write the review to FILE.")
 @click.option(
     "--events",
     "events_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Write the JSONL event log to FILE.",
 )
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON_CHOICES),
     default=None,
-    help="Exit 1 when the review has a finding at or above this level (default: requested_changes).",
+    help="Exit 1 when the review reaches this level (default: requested_changes). 'unreviewed' and the "
+    "stricter levels also exit 1 when nothing was reviewed (verdict not_reviewed).",
 )
 @click.option("--break-glass", is_flag=True, help="Force approval whatever the review says (recorded).")
 @click.option("--dry-run", is_flag=True, help="Call no model: print the plan, tokens and estimated cost.")
@@ -132,7 +173,7 @@ def cli() -> None:
     "--config",
     "config_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Extra config file (TOML, same keys as [tool.codejury]).",
+    help="Extra config file (TOML: the keys of [tool.codejury], bare or inside a [tool.codejury] table).",
 )
 @click.option(
     "--remote-config",
@@ -161,6 +202,8 @@ def cli() -> None:
 )
 def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, a diff file, or a merge request."""
+    import asyncio
+
     from codejury.forges.errors import ForgeUnavailable
 
     env = dict(os.environ)
@@ -184,8 +227,14 @@ def review_command(**flags: Any) -> None:
 async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
     if f.diff_file and (f.working_tree or f.base_ref or f.head_ref):
         raise InputError("--diff cannot be combined with --working-tree, --base or --head")
-    if f.url or f.publish:
+    _check_flags(f)  # before the heavy imports: a bad flag is answered at once
+    if f.url is not None or f.publish:
         return await _review_merge_request(env, f)
+    from codejury.findings import Review
+    from codejury.judge.verdict import should_fail
+    from codejury.pipeline import review
+    from codejury.plugins import collect_registry, make_plugin_manager
+
     pm = make_plugin_manager(f.plugins)
     sources = collect_registry(pm, "codejury_register_sources")
     renderers = collect_registry(pm, "codejury_register_renderers")
@@ -202,21 +251,62 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
             )
         if hasattr(source, "__enter__"):
             source = stack.enter_context(source)
-        change = source.load()
-        if not change.files:
-            raise InputError("the change is empty: there is nothing to review")
+        change = _with_stdin_hint(f, source.load)
         settings, opts = _options(change, env, f, stack)
         result = await review(change, opts)
-    _emit(result, _format(f), f.output, renderers)
+    unwritten = _emit(result, _format(f), f.output, renderers)
+    if unwritten is not None:
+        raise unwritten
+    _check_event_log(opts, f)
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0
+
+
+def _check_flags(f: ReviewFlags) -> None:
+    """Refuse flags that cannot work before anything runs: no model is paid for a review it cannot deliver."""
+    for name in f.plugins:
+        if not name.strip() or not all(part.isidentifier() for part in name.strip().split(".")):
+            raise InputError(f"--plugin expects a Python module name such as my_team.codejury_rules, got {name!r}")
+    if f.url is not None and not f.url.strip():
+        raise InputError("--url expects the URL of a merge request or pull request, got an empty value")
+    if f.repo_dir is not None:
+        try:
+            is_dir = f.repo_dir.is_dir()
+        except OSError as exc:  # a name too long, a loop of symlinks
+            raise InputError(f"--repo {shown_path(f.repo_dir)}: {exc.strerror or exc}") from exc
+        if not is_dir:
+            raise InputError(f"--repo {shown_path(f.repo_dir)}: no such directory")
+    if f.output is not None:
+        check_writable("--output", f.output)
+    if f.events_file is not None:
+        check_writable("--events", f.events_file)
+
+
+def _with_stdin_hint(f: ReviewFlags, load: Callable[[], ChangeSet]) -> ChangeSet:
+    """``load()``'s change; when git finds nothing to review but a diff waits on stdin, say how to read it."""
+    hint = "; to review a diff from stdin, use --diff -"
+    try:
+        change = load()
+    except InputError as exc:
+        if f.diff_file is None and piped_stdin_has_data():
+            raise InputError(f"{exc}{hint}") from exc
+        raise
+    if not change.files:
+        empty = "the change is empty: there is nothing to review"
+        raise InputError(empty + hint if f.diff_file is None and piped_stdin_has_data() else empty)
+    return change
 
 
 def _options(
     change: ChangeSet, env: dict[str, str], f: ReviewFlags, stack: ExitStack
 ) -> tuple[Settings, ReviewOptions]:
     """Layered settings for ``change`` and the options of its review (the event log joins ``stack``)."""
+    from codejury.pipeline import ReviewOptions
+    from codejury.record.events import EventLog
+    from codejury.secrets import secret_values
+    from codejury.settings_loader import load_settings, parse_assignments
+
     table: dict[str, Any] = {}
     if f.fail_on:
         table["fail_on"] = f.fail_on
@@ -237,7 +327,11 @@ def _options(
     )
     if notice:
         _err(notice)
-    events = stack.enter_context(EventLog(f.events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env)))
+    try:
+        log = EventLog(f.events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env))
+    except OSError as exc:
+        raise OutputError(f"cannot write --events {shown_path(f.events_file or '')}: {exc.strerror or exc}") from exc
+    events = stack.enter_context(log)
     opts = ReviewOptions(
         settings=settings,
         env=env,
@@ -247,8 +341,16 @@ def _options(
         dry_run=f.dry_run,
         plugins=f.plugins,
         notices=(notice,) if notice else (),
+        progress=_progress,
     )
     return settings, opts
+
+
+def _check_event_log(opts: ReviewOptions, f: ReviewFlags) -> None:
+    """After the review was printed or written: an event log that could not be written is exit 2."""
+    failed = opts.events.write_error
+    if failed is not None:
+        raise OutputError(f"cannot write --events {shown_path(f.events_file or Path())}: {failed}")
 
 
 async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
@@ -257,35 +359,27 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
         raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
-    return await _review_on_forge(env, f, _forge(f.url, env))
+    return await _review_on_forge(env, f, _forge(f.url, env, f.plugins))
 
 
-def _forge(url: str | None, env: dict[str, str]) -> Callable[[], Forge]:
-    """How to open the adapter for the pull request (GitHub) or merge request (GitLab) of ``--url`` or
-    of this CI run: the target is found now, the adapter (and its HTTP client) made when the review starts."""
-    from functools import partial
+def _forge(url: str | None, env: dict[str, str], plugins: tuple[str, ...] = ()) -> Callable[[], Forge]:
+    """How to open the adapter for the change of ``--url`` or of this CI run, from the registered forges:
+    the target is found now, the adapter (and its HTTP client) made when the review starts."""
+    from codejury.forges.registry import forge_opener
+    from codejury.plugins import collect_registry, make_plugin_manager
 
-    from codejury.forges import github, gitlab
-
-    if url:
-        pull_request = github.target_from_url(url, env) if github.is_pull_request_url(url) else None
-    else:
-        pull_request = github.target_from_env(env)
-    if pull_request is not None:
-        return partial(github.GitHubPullRequest, pull_request, env=env, warn=_err)
-    target = gitlab.target_from_url(url, env) if url else gitlab.target_from_env(env)
-    if target is None:
-        raise InputError(
-            "--publish needs --url URL, a GitLab merge request pipeline (merge_request_event) "
-            "or a GitHub pull request workflow (pull_request)"
-        )
-    return partial(gitlab.GitLabMergeRequest, target, env=env, warn=_err)
+    kinds = collect_registry(make_plugin_manager(plugins), "codejury_register_forges")
+    return forge_opener(kinds, url, env, _err)
 
 
 async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Callable[[], Forge]) -> int:
     """Review the forge's change, print it and, with ``--publish``, post it (or the failure note)."""
+    from codejury.findings import Review
     from codejury.forges.errors import ForgeError
     from codejury.forges.publish import PreviousState, disputes
+    from codejury.judge.verdict import should_fail
+    from codejury.pipeline import review
+    from codejury.plugins import collect_registry, make_plugin_manager
 
     renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
     async with open_forge() as forge:
@@ -305,7 +399,7 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
                         if not forge.read_only:
                             _err(f"posted the failure note on {forge.web_url}")
                     raise
-                _emit(result, _format(f), f.output, renderers)
+                unwritten = _emit(result, _format(f), f.output, renderers)
                 if f.publish and isinstance(result, Review):
                     plan = await forge.publish_review(
                         result,
@@ -329,6 +423,9 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
             done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
             message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
             raise type(exc)(message, status=exc.status) from exc
+    if unwritten is not None:  # published all the same: the review was printed on stdout
+        raise unwritten
+    _check_event_log(opts, f)
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
     return 0
@@ -336,19 +433,22 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
 
 async def _review(env: dict[str, str], flags: ReviewFlags) -> int:
     """Run one review and close the provider clients it opened, however it ends."""
-    from codejury.models.registry import close_cached_models
-
     try:
         return await _review_change(env, flags)
     finally:
-        await close_cached_models()
+        registry = sys.modules.get("codejury.models.registry")
+        if registry is not None:  # not imported: no client was opened (a flag was refused first)
+            await registry.close_cached_models()
 
 
 def _read_config(path: Path) -> str:
+    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path  # capped while read: /dev/zero, a FIFO
+
+    data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
 def _format(f: ReviewFlags) -> str:
@@ -356,13 +456,18 @@ def _format(f: ReviewFlags) -> str:
     return f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
 
 
-def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Any]) -> None:
+def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Any]) -> OutputError | None:
+    """Print ``result`` or write it to ``output``; a failed write prints it instead and returns the error."""
+    from rich.console import Console
+
+    from codejury.findings import Review
+
     key = fmt if isinstance(result, Review) else f"{fmt}-plan"
     render = renderers[key]
     if fmt == "terminal":
         if output is None:
             render(result, Console())
-            return
+            return None
         buf = io.StringIO()
         render(result, Console(file=buf, width=100, force_terminal=False, color_system=None))
         text = buf.getvalue()
@@ -370,8 +475,16 @@ def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[
         text = render(result)
     if output is None:
         click.echo(text)
-    else:
-        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        return None
+    try:
+        write_output(output, text)
+    except OutputError as exc:
+        click.echo(text)  # the models were paid for: the review reaches the user all the same
+        return OutputError(f"{exc}; the review was printed on stdout instead")
+    return None
+
+
+cli.add_command(eval_command)
 
 
 def main() -> None:

@@ -2,22 +2,27 @@
 
 Layers, lowest first: built-in defaults < ``[tool.codejury]`` in pyproject.toml or
 ``.codejury.toml`` (read from the base side of the change, so a change cannot reconfigure
-its own review) < environment (``CODEJURY_*``) < CLI flags. API keys are never config
-values: a provider names the environment variable that holds its key.
+its own review) < ``--config FILE`` < environment (``CODEJURY_*``) < CLI flags. API keys are
+never config values: a provider names the environment variable that holds its key.
+
+Every layer is validated by the pydantic models of ``config_schema`` (one error line naming the
+file, the key and what was expected); ``Settings`` is the frozen result the rest of the code reads.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from codejury.config_schema import FileTable, Source, dotted, show_value, validate_table
 from codejury.errors import ConfigError
 
 ModelTier = Literal["top", "standard", "light"]
-FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "requested_changes", "never")
+FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
 EMBEDDED_MODEL = "local:qwen2.5-coder-1.5b"
+TIERS: tuple[ModelTier, ...] = ("top", "standard", "light")
 
 CLOUD_DEFAULTS: dict[str, dict[str, str]] = {
     "ANTHROPIC_API_KEY": {
@@ -31,6 +36,20 @@ CLOUD_DEFAULTS: dict[str, dict[str, str]] = {
         "light": "openai:gpt-5-nano",
     },
 }
+
+
+ENV_MODEL = "CODEJURY_MODEL"
+ENV_SETTINGS: dict[str, str] = {
+    "CODEJURY_MODEL_TOP": "models.top",
+    "CODEJURY_MODEL_STANDARD": "models.standard",
+    "CODEJURY_MODEL_LIGHT": "models.light",
+    "CODEJURY_REFLECTION": "reflection",
+    "CODEJURY_FAIL_ON": "fail_on",
+    "CODEJURY_REMOTE_CONFIG": "remote_config",
+}
+"""Environment variables that set a config key (``CODEJURY_MODEL`` sets every tier); empty = unset."""
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_DEFAULT = FileTable()
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,7 @@ class PriceSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    """The user's layered settings (before plugins contribute)."""
+    """The user's layered settings (before plugins contribute); defaults are the schema's."""
 
     models: Mapping[str, str] = field(default_factory=dict)
     reviewer_models: Mapping[str, str] = field(default_factory=dict)
@@ -61,201 +80,188 @@ class Settings:
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
     prices: Mapping[str, PriceSettings] = field(default_factory=dict)
     failback: Mapping[str, str | None] = field(default_factory=dict)
-    reflection: bool = False
-    fail_on: str = "requested_changes"
+    reflection: bool = _DEFAULT.reflection
+    fail_on: str = _DEFAULT.fail_on
     exclude: tuple[str, ...] = ()
-    max_tool_calls: int = 25
-    max_requests: int = 30
-    max_input_tokens: int = 400_000
-    reviewer_timeout_s: float = 300.0
-    overall_timeout_s: float = 1500.0
-    stall_timeout_s: float = 60.0
-    heartbeat_s: float = 30.0
-    min_retry_window_s: float = 120.0
-    breaker_failures: int = 3
-    breaker_cooldown_s: float = 120.0
+    max_tool_calls: int = _DEFAULT.max_tool_calls
+    max_requests: int = _DEFAULT.max_requests
+    max_input_tokens: int = _DEFAULT.max_input_tokens
+    reviewer_timeout_s: float = _DEFAULT.reviewer_timeout_s
+    overall_timeout_s: float = _DEFAULT.overall_timeout_s
+    stall_timeout_s: float = _DEFAULT.stall_timeout_s
+    heartbeat_s: float = _DEFAULT.heartbeat_s
+    min_retry_window_s: float = _DEFAULT.min_retry_window_s
+    breaker_failures: int = _DEFAULT.breaker_failures
+    breaker_cooldown_s: float = _DEFAULT.breaker_cooldown_s
     remote_config: str | None = None
     plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     model_source: str = "default"
-    approve: bool = True
+    approve: bool = _DEFAULT.approve
     """False: on a forge, publish comments only, never approve or withdraw an approval."""
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """Dotted key → where the user set it (``.codejury.toml: providers.gw.kind``), for later errors."""
+
+    def origin(self, dotted: str) -> str:
+        """Where ``dotted`` was set, else where its closest enclosing table was, else the key itself."""
+        key = dotted
+        while key:
+            if key in self.origins:
+                return self.origins[key] + dotted[len(key) :]
+            key = key.rpartition(".")[0]
+        return dotted
 
 
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be a table")
-    return value
+TABLE_KEYS = frozenset(
+    {"models", "reviewers", "providers", "prices", "failback", "exclude", "remote_config", "plugins"}
+)
+SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
+"""Keys whose value a Settings field of the same name takes as it is (the others are merged or converted)."""
 
 
-def read_config_text(name: str, text: str) -> dict[str, Any]:
-    """Parse a config file's text and return its codejury table."""
+def read_config_text(name: str, text: str) -> tuple[dict[str, Any], str]:
+    """Parse a config file and return its codejury table and the key prefix errors should show.
+
+    pyproject.toml, and any file with a ``[tool.codejury]`` table (the README's block copied into a
+    ``--config`` file), contribute that table only; any other file is the codejury table itself.
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{name}: invalid TOML: {exc}") from exc
-    if name.endswith("pyproject.toml"):
-        return _table(data.get("tool", {}).get("codejury"), f"{name} [tool.codejury]")
-    return data
+    tool = data.get("tool")
+    if not name.endswith("pyproject.toml") and not (isinstance(tool, dict) and "codejury" in tool):
+        return data, ""
+    if tool is None:
+        return {}, "tool.codejury."
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{name}: tool must be a table (got {show_value(tool)})")
+    table = tool.get("codejury", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{name}: tool.codejury must be a table (got {show_value(table)})")
+    stray = sorted(k for k in data if k in FileTable.model_fields) if not name.endswith("pyproject.toml") else []
+    if stray:
+        raise ConfigError(f"{name}: setting(s) outside [tool.codejury]: {', '.join(stray)}")
+    return table, "tool.codejury."
 
 
-def merge_file_table(base: Settings, table: Mapping[str, Any], where: str) -> Settings:
-    """Apply one config file's table over ``base``."""
-    known = {
-        "models",
-        "reviewers",
-        "providers",
-        "prices",
-        "failback",
-        "reflection",
-        "fail_on",
-        "exclude",
-        "max_tool_calls",
-        "max_requests",
-        "max_input_tokens",
-        "reviewer_timeout_s",
-        "overall_timeout_s",
-        "stall_timeout_s",
-        "heartbeat_s",
-        "min_retry_window_s",
-        "breaker_failures",
-        "breaker_cooldown_s",
-        "remote_config",
-        "plugins",
-        "approve",
-    }
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown setting(s): {', '.join(unknown)}")
-    models = dict(base.models)
-    for tier, spec in _table(table.get("models"), f"{where} models").items():
-        if tier not in ("top", "standard", "light"):
-            raise ConfigError(f"{where}: models.{tier}: tier must be top, standard or light")
-        models[tier] = _str(spec, f"{where}: models.{tier}")
-    reviewer_models = dict(base.reviewer_models)
+def merge_file_table(
+    base: Settings,
+    table: Mapping[str, Any],
+    where: str,
+    *,
+    prefix: str = "",
+    names: Mapping[str, str] | None = None,
+    model_source: str = "config",
+) -> Settings:
+    """Validate one source's table and apply it over ``base`` (only the keys it sets)."""
+    source = Source(where, prefix, names)
+    return merge_validated(base, validate_table(table, source), source, model_source=model_source)
+
+
+def merge_validated(base: Settings, t: FileTable, source: Source, *, model_source: str = "config") -> Settings:
+    """Apply a validated table over ``base``: the keys it sets win, tables merge one level deep."""
+    changes: dict[str, Any] = {name: getattr(t, name) for name in SCALAR_KEYS if name in t.model_fields_set}
+    given_models: dict[str, str] = t.models.model_dump(exclude_none=True)
+    models = {**base.models, **given_models}
+    reviewer_models = {**base.reviewer_models, **{n: e.model for n, e in t.reviewers.items() if e.model is not None}}
     disabled = set(base.disabled_reviewers)
-    for name, entry in _table(table.get("reviewers"), f"{where} reviewers").items():
-        entry = _table(entry, f"{where} reviewers.{name}")
-        if "model" in entry:
-            reviewer_models[name] = _str(entry["model"], f"{where}: reviewers.{name}.model")
-        if entry.get("enabled") is False:
-            disabled.add(name)
-        elif entry.get("enabled") is True:
+    for name, entry in t.reviewers.items():
+        if entry.enabled is True:
             disabled.discard(name)
-    providers = dict(base.providers)
-    for name, entry in _table(table.get("providers"), f"{where} providers").items():
-        entry = _table(entry, f"{where} providers.{name}")
-        if "api_key" in entry:
-            raise ConfigError(
-                f"{where}: providers.{name}.api_key: keys never go in config files; "
-                "set api_key_env to the name of an environment variable"
-            )
-        providers[name] = ProviderSettings(
-            kind=str(entry.get("kind", "openai-compatible")),
-            base_url=entry.get("base_url"),
-            api_key_env=entry.get("api_key_env"),
-            enabled=bool(entry.get("enabled", True)),
-        )
-    prices = dict(base.prices)
-    for spec, entry in _table(table.get("prices"), f"{where} prices").items():
-        entry = _table(entry, f"{where} prices.{spec}")
-        try:
-            prices[spec] = PriceSettings(
-                input=float(entry["input"]),
-                output=float(entry["output"]),
-                cache_read=float(entry["cache_read"]) if "cache_read" in entry else None,
-                cache_write=float(entry["cache_write"]) if "cache_write" in entry else None,
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{where}: prices.{spec}: needs numeric input and output (USD per Mtok)") from exc
-    failback = dict(base.failback)
-    for model, nxt in _table(table.get("failback"), f"{where} failback").items():
-        failback[model] = nxt or None
-    fail_on = str(table.get("fail_on", base.fail_on))
-    if fail_on not in FAIL_ON_CHOICES:
-        raise ConfigError(f"{where}: fail_on must be one of {', '.join(FAIL_ON_CHOICES)}")
-    exclude = table.get("exclude", list(base.exclude))
-    if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
-        raise ConfigError(f"{where}: exclude must be a list of glob strings")
-    approve = table.get("approve", base.approve)
-    if not isinstance(approve, bool):
-        raise ConfigError(f"{where}: approve must be true or false")
-    return Settings(
-        approve=approve,
+        elif entry.enabled is False:
+            disabled.add(name)
+    if "exclude" in t.model_fields_set:
+        changes["exclude"] = tuple(t.exclude)
+    if "remote_config" in t.model_fields_set:
+        changes["remote_config"] = t.remote_config or None
+    sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
+    return replace(
+        base,
+        **changes,
         models=models,
         reviewer_models=reviewer_models,
         disabled_reviewers=frozenset(disabled),
-        providers=providers,
-        prices=prices,
-        failback=failback,
-        reflection=bool(table.get("reflection", base.reflection)),
-        fail_on=fail_on,
-        exclude=tuple(exclude),
-        max_tool_calls=_int(table, "max_tool_calls", base.max_tool_calls, where),
-        max_requests=_int(table, "max_requests", base.max_requests, where),
-        max_input_tokens=_int(table, "max_input_tokens", base.max_input_tokens, where),
-        reviewer_timeout_s=_seconds(table, "reviewer_timeout_s", base.reviewer_timeout_s, where),
-        overall_timeout_s=_seconds(table, "overall_timeout_s", base.overall_timeout_s, where),
-        stall_timeout_s=_seconds(table, "stall_timeout_s", base.stall_timeout_s, where),
-        heartbeat_s=_seconds(table, "heartbeat_s", base.heartbeat_s, where),
-        min_retry_window_s=_seconds(table, "min_retry_window_s", base.min_retry_window_s, where, allow_zero=True),
-        breaker_failures=_int(table, "breaker_failures", base.breaker_failures, where),
-        breaker_cooldown_s=_seconds(table, "breaker_cooldown_s", base.breaker_cooldown_s, where),
-        remote_config=table.get("remote_config", base.remote_config),
-        plugins={**base.plugins, **_table(table.get("plugins"), f"{where} plugins")},
-        model_source="config" if models or reviewer_models else base.model_source,
+        providers={
+            **base.providers,
+            **{
+                name: ProviderSettings(kind=p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)
+                for name, p in t.providers.items()
+            },
+        },
+        prices={
+            **base.prices,
+            **{s: PriceSettings(p.input, p.output, p.cache_read, p.cache_write) for s, p in t.prices.items()},
+        },
+        failback={**base.failback, **{model: nxt or None for model, nxt in t.failback.items()}},
+        plugins={**base.plugins, **t.plugins},
+        model_source=model_source if sets_models else base.model_source,
+        origins={**base.origins, **_origins(t.model_dump(exclude_unset=True), source)},
     )
 
 
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where} must be a non-empty string")
-    return value
-
-
-def _seconds(table: Mapping[str, Any], key: str, default: float, where: str, *, allow_zero: bool = False) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (value == 0 and not allow_zero):
-        raise ConfigError(f"{where}: {key} must be a positive number of seconds")
-    return float(value)
-
-
-def _int(table: Mapping[str, Any], key: str, default: int, where: str) -> int:
-    value = table.get(key, default)
-    if not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{where}: {key} must be a positive integer")
-    return value
+def _origins(tree: Mapping[str, Any], source: Source, parent: tuple[str, ...] = ()) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, value in tree.items():
+        path = (*parent, str(key))
+        found[".".join(path)] = source.label(dotted(path))
+        if isinstance(value, dict) and len(path) < 3:
+            found.update(_origins(value, source, path))
+    return found
 
 
 def apply_environment(base: Settings, env: Mapping[str, str]) -> Settings:
-    """Apply ``CODEJURY_*`` variables: CODEJURY_MODEL (every tier), CODEJURY_MODEL_TOP/STANDARD/LIGHT,
-    CODEJURY_REFLECTION, CODEJURY_FAIL_ON, CODEJURY_REMOTE_CONFIG."""
-    models = dict(base.models)
-    source = base.model_source
-    if env.get("CODEJURY_MODEL"):
-        models = {tier: env["CODEJURY_MODEL"] for tier in ("top", "standard", "light")}
-        source = "environment"
-    for tier in ("top", "standard", "light"):
-        value = env.get(f"CODEJURY_MODEL_{tier.upper()}")
-        if value:
-            models[tier] = value
-            source = "environment"
+    """Apply the ``CODEJURY_*`` variables of ``ENV_SETTINGS`` and ``CODEJURY_MODEL`` (every tier)."""
     table: dict[str, Any] = {}
-    if "CODEJURY_REFLECTION" in env:
-        table["reflection"] = env["CODEJURY_REFLECTION"].lower() in ("1", "true", "yes", "on")
-    if env.get("CODEJURY_FAIL_ON"):
-        table["fail_on"] = env["CODEJURY_FAIL_ON"]
-    if env.get("CODEJURY_REMOTE_CONFIG"):
-        table["remote_config"] = env["CODEJURY_REMOTE_CONFIG"]
-    merged = merge_file_table(base, table, "environment")
-    return _replace(merged, models=models, model_source=source)
+    names: dict[str, str] = {}
+    if env.get(ENV_MODEL):
+        table["models"] = {tier: env[ENV_MODEL] for tier in TIERS}
+        names.update({f"models.{tier}": ENV_MODEL for tier in TIERS})
+    for variable, key in ENV_SETTINGS.items():
+        value = env.get(variable, "")
+        if not value:
+            continue
+        parent, _, leaf = key.rpartition(".")
+        into = table.setdefault(parent, {}) if parent else table
+        into[leaf] = _env_bool(variable, value) if key == "reflection" else value
+        names[key] = variable
+    if not table:
+        return base
+    return merge_file_table(base, table, "environment", names=names, model_source="environment")
 
 
-def _replace(settings: Settings, **changes: Any) -> Settings:
-    from dataclasses import replace
+def _env_bool(variable: str, value: str) -> bool:
+    if value.strip().lower() in _TRUE:
+        return True
+    if value.strip().lower() in _FALSE:
+        return False
+    raise ConfigError(f"environment: {variable} must be one of {', '.join(_TRUE + _FALSE)} (got {value[:40]!r})")
 
-    return replace(settings, **changes)
+
+def check_provider(settings: Settings, name: str, known_kinds: Collection[str], inherited_base_url: str | None) -> None:
+    """A configured provider's kind must be known, and an openai-compatible one needs a base_url."""
+    provider = settings.providers[name]
+    if provider.kind not in known_kinds:
+        raise ConfigError(
+            f"{settings.origin(f'providers.{name}.kind')} must be one of {', '.join(known_kinds)} "
+            f"(got {provider.kind!r})"
+        )
+    if provider.kind == "openai-compatible" and not (provider.base_url or inherited_base_url):
+        raise ConfigError(
+            f"{settings.origin(f'providers.{name}.base_url')} is required for an openai-compatible provider"
+        )
+
+
+def check_reviewer_names(settings: Settings, known: Collection[str]) -> None:
+    """Every reviewer the settings name (a model, enabled) must exist once the roster is assembled."""
+    named = {*settings.reviewer_models, *settings.disabled_reviewers}
+    named |= {key.split(".")[1] for key in settings.origins if key.startswith("reviewers.")}
+    unknown = sorted(n for n in named if n not in known and n != "coordinator")
+    if unknown:
+        where = settings.origins.get(f"reviewers.{unknown[0]}.model") or settings.origin(f"reviewers.{unknown[0]}")
+        raise ConfigError(
+            f"{where}: no reviewer named {unknown[0]!r}; reviewers: {', '.join(sorted(known))}, coordinator "
+            "(a plugin's reviewer needs its plugin loaded)"
+        )
 
 
 def fill_default_models(settings: Settings, env: Mapping[str, str]) -> tuple[Settings, str | None]:
@@ -264,18 +270,18 @@ def fill_default_models(settings: Settings, env: Mapping[str, str]) -> tuple[Set
     Returns the settings and a one-line notice when a default was chosen for the user.
     """
     models = dict(settings.models)
-    missing = [t for t in ("top", "standard", "light") if t not in models]
+    missing = [t for t in TIERS if t not in models]
     if not missing:
         return settings, None
     for key_env, defaults in CLOUD_DEFAULTS.items():
         if env.get(key_env):
             for tier in missing:
                 models[tier] = defaults[tier]
-            return _replace(settings, models=models), f"no model configured; using {key_env[:-8].lower()} models"
+            return replace(settings, models=models), f"no model configured; using {key_env[:-8].lower()} models"
     for tier in missing:
         models[tier] = EMBEDDED_MODEL
     notice = (
         "no model provider configured; using the embedded local model "
         f"({EMBEDDED_MODEL}). Set CODEJURY_MODEL or [tool.codejury.models] to use another."
     )
-    return _replace(settings, models=models, model_source="embedded"), notice
+    return replace(settings, models=models, model_source="embedded"), notice

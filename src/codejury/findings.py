@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Severity = Literal["critical", "warning", "suggestion"]
-Verdict = Literal["approved", "approved_with_comments", "significant_concerns", "requested_changes"]
+Verdict = Literal["approved", "approved_with_comments", "significant_concerns", "requested_changes", "not_reviewed"]
+"""``not_reviewed``: no model looked at any changed file (all skipped as noise, or no reviewer ran);
+never an approval, and outside the approval scale that ``VERDICT_RANK`` orders."""
 Tier = Literal["trivial", "lite", "full"]
 ReviewerStatus = Literal["ok", "failed", "skipped"]
 
@@ -218,3 +220,5 @@ class Plan(BaseModel):
     skipped_files: list[SkippedFile] = Field(default_factory=list)
     estimated_input_tokens: int
     estimated_cost_usd: float
+    model_problems: dict[str, str] = Field(default_factory=dict)
+    """Chosen models that could not run here, and why (a missing API key, an uninstalled runtime)."""

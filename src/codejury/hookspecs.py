@@ -41,3 +41,8 @@ def codejury_register_sources(register: Callable[[str, Callable[..., Any]], None
 @hookspec
 def codejury_register_renderers(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register review renderers by format name (e.g. 'markdown', 'json', 'terminal')."""
+
+
+@hookspec
+def codejury_register_forges(register: Callable[[str, Any], None]) -> None:
+    """Register forges by name, each a ``codejury.forges.registry.ForgeKind`` (e.g. 'github', 'gitlab')."""

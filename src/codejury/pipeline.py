@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,10 @@ from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
 from codejury.judge.replies import judge_disputes
-from codejury.judge.verdict import decide_verdict, summarise
+from codejury.judge.verdict import decide_verdict, summarise, summarise_unreviewed
 from codejury.models.pricing import ModelPrice, PriceTable, estimate_tokens
 from codejury.models.profiles import ResolvedModel
+from codejury.models.redacting import RedactingModel
 from codejury.models.registry import parse_model_string, resolve_model
 from codejury.plugins import (
     ReviewConfig,
@@ -67,6 +68,7 @@ from codejury.resilience import (
     build_chain,
 )
 from codejury.reviewers.roster import coordinator_prompt, select_reviewers, shared_rules
+from codejury.secrets import Redactor, provider_key_values
 from codejury.workspace import build_workspace, numbered_patch
 
 BREAK_GLASS_RE = re.compile(r"^\s*break\s+glass\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
@@ -91,6 +93,8 @@ class ReviewOptions:
     """Circuit breakers; None: the process-wide board, configured from the settings."""
     disputes: Sequence[Disagreement] = ()
     """Human replies disputing the bot's earlier findings (forge re-reviews): the coordinator judges them."""
+    progress: Callable[[str], None] | None = None
+    """Where a line goes as each stage starts and ends (stderr in the CLI); None: nowhere."""
 
 
 def default_resolver(env: Mapping[str, str]) -> Resolver:
@@ -151,8 +155,8 @@ def break_glass_requested(change: ChangeSet) -> bool:
     return any(BREAK_GLASS_RE.search(c) for c in change.meta.comments)
 
 
-async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
-    """Review ``change`` (or plan it, with dry_run) and return the result."""
+async def _review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
+    """Review ``change`` (or plan it, with dry_run) and return the result, not yet scrubbed (see ``review``)."""
     started = time.monotonic()
     events = opts.events
     if not change.files:
@@ -161,8 +165,14 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     if break_glass:
         events.emit("break_glass", source="flag" if opts.break_glass else "comment")
     config = await configure(change, opts)
+    if (left_out := change.left_out_notice()) is not None:  # unreadable files outside the change: never fatal
+        opts.warn(left_out)
+        events.emit("left_out", files=sorted(change.left_out))
     read_head = _head_reader(change.root)
-    kept, skipped = filter_noise(change.files, read_head=read_head, extra_globs=config.settings.exclude)
+    read_base = change.base.read_text if change.base is not None else None
+    kept, skipped = filter_noise(
+        change.files, read_head=read_head, read_base=read_base, extra_globs=config.settings.exclude
+    )
     tier: Tier = classify_tier(kept) if kept else "trivial"
     names = (
         select_reviewers(
@@ -185,14 +195,17 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     )
     patches = [(f.path, numbered_patch(f)) for f in kept]
     if opts.dry_run:
-        return _plan(config, tier, names, models, kept, skipped, rules, context_text, patches, prices)
-    if not kept:
+        plan = _plan(config, tier, names, models, kept, skipped, rules, context_text, patches, prices)
+        # Nothing is built or called: only whether each chosen model could run here (key, provider, runtime).
+        problems = {m: why for m in sorted({m for m in models.values() if m}) if (why := _unusable(m, config, opts))}
+        return plan.model_copy(update={"model_problems": problems})
+    if not kept or not names:
         review_ = Review(
-            verdict="approved",
+            verdict="approved" if break_glass else "not_reviewed",
             tier=tier,
             skipped_files=skipped,
             break_glass=break_glass,
-            summary="No reviewable files: every changed file was skipped (see skipped files).",
+            summary=summarise_unreviewed(skipped, reviewable=len(kept), tier=tier, break_glass=break_glass),
             usage=Usage(duration_s=round(time.monotonic() - started, 3)),
         )
         events.emit("review_finished", verdict=review_.verdict, tier=tier, findings=0)
@@ -246,12 +259,13 @@ def _resilient_models(
         heartbeat_s=settings.heartbeat_s,
         min_retry_window_s=settings.min_retry_window_s,
     )
+    redactor = _run_redactor(config, opts)
     cache: dict[str, ResolvedModel] = {}
     out: dict[str, ResolvedModel] = {}
     for spec in specs:
         chain = [cache.get(m) or cache.setdefault(m, resolver(m, config)) for m in model_chain(config, spec)]
         wrapper = ResilientModel(chain, board=board, settings=resilience, on_event=opts.events.emit)
-        out[spec] = ResolvedModel(spec=spec, model=wrapper, profile=chain[0].profile)
+        out[spec] = ResolvedModel(spec=spec, model=RedactingModel(wrapper, redactor), profile=chain[0].profile)
     return out
 
 
@@ -272,6 +286,8 @@ async def _run_review(
 ) -> Review:
     settings, events = config.settings, opts.events
     semaphores = {spec: asyncio.Semaphore(max(1, m.profile.parallel_requests)) for spec, m in resolved.items()}
+    say = opts.progress or _silent
+    say(f"tier {tier}: {', '.join(names)} ({_count(len(names), 'reviewer')})")
 
     def limits_for(name: str) -> Limits:
         spec = config.reviewers.get(name)
@@ -298,10 +314,12 @@ async def _run_review(
     async def run_one(name: str) -> AgentOutcome:
         spec = models[name]
         if spec is None:
+            say(f"{name} skipped: every model in its failback chain is disabled")
             return AgentOutcome(None, Usage(), error="every model in its failback chain is disabled")
         with watching(name):
             async with semaphores[spec]:
-                return await run_agent(
+                say(f"{name} started ({spec})")
+                outcome = await run_agent(
                     ctx,
                     name=name,
                     task_prompt=config.reviewers[name].prompt,
@@ -312,6 +330,9 @@ async def _run_review(
                     prices=prices,
                     events=events,
                 )
+        found = len(outcome.output.findings) if isinstance(outcome.output, ReviewerOutput) else 0
+        say(_finished(name, outcome, _count(found, "finding")))
+        return outcome
 
     token = DEADLINE.set(time.monotonic() + settings.overall_timeout_s)
     try:
@@ -379,6 +400,7 @@ async def _run_review(
             name="coordinator", model="-", status="failed", error="every model in its failback chain is disabled"
         )
     else:
+        say(f"coordinator started ({coord_spec}): judging {_count(len(findings), 'finding')}")
         with watching("coordinator"):
             findings, judge_dropped, outcome = await coordinator.judge(
                 ctx,
@@ -391,6 +413,7 @@ async def _run_review(
                 sections=list(config.reviewers),
             )
         judged = outcome.ok
+        say(_finished("coordinator", outcome, f"{_count(len(findings), 'finding')} kept"))
         for k, v in judge_dropped.items():
             dropped[k] = dropped.get(k, 0) + v
         coord_report = ReviewerReport.from_usage(
@@ -471,6 +494,20 @@ async def _fan_out(
     return out
 
 
+def _silent(line: str) -> None:
+    """No progress lines (a caller that passed no ``progress``)."""
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _finished(name: str, outcome: AgentOutcome, detail: str) -> str:
+    """The progress line of a finished agent: its time, and what it found or why it failed."""
+    took = f"{outcome.usage.duration_s:.1f} s"
+    return f"{name} done in {took} ({detail})" if outcome.ok else f"{name} failed after {took}: {outcome.error}"
+
+
 def _rank(severity: str) -> int:
     return {"critical": 3, "warning": 2, "suggestion": 1}.get(severity, 0)
 
@@ -498,6 +535,13 @@ def _head_reader(root: Path | None) -> Callable[[str], str | None] | None:
             return fh.read(4096).decode("utf-8", errors="replace")
 
     return read
+
+
+def _unusable(spec: str, config: ReviewConfig, opts: ReviewOptions) -> str | None:
+    """Why ``spec`` could not run (a dry run's check); None with a test resolver, which has its own models."""
+    from codejury.models.readiness import model_problem
+
+    return None if opts.resolver is not None else model_problem(spec, config.providers, opts.env)
 
 
 def _plan(
@@ -537,6 +581,44 @@ def _plan(
         estimated_input_tokens=total_tokens,
         estimated_cost_usd=round(cost, 4),
     )
+
+
+# -- secrets: scrubbed from the finished review and from every request the models send -----------------
+async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
+    """Review ``change`` (or plan it, with dry_run) and return the result, every known secret scrubbed.
+
+    The run's redactor is the event log's; it learns the configured providers' keys when the models
+    are made (``_run_redactor``), scrubs every request they send (``RedactingModel``), every warning
+    and progress line (a reviewer's error may quote a provider's reply), and here the finished
+    review, before anything renders, writes, publishes or records it, and the message of a failed
+    review (a forge posts it as the failure note).
+    """
+    redactor = opts.events.redactor
+    opts = replace(
+        opts,
+        warn=_scrubbing(opts.warn, redactor),
+        progress=_scrubbing(opts.progress, redactor) if opts.progress is not None else None,
+    )
+    try:
+        result = await _review(change, opts)
+    except ReviewFailed as exc:
+        message = redactor.redact(str(exc))
+        if message == str(exc):
+            raise
+        raise ReviewFailed(message) from None  # the unscrubbed original must not ride along as the cause
+    return redactor.scrub(result)
+
+
+def _scrubbing(say: Callable[[str], None], redactor: Redactor) -> Callable[[str], None]:
+    """``say``, with known secrets scrubbed from each line first."""
+    return lambda line: say(redactor.redact(line))
+
+
+def _run_redactor(config: ReviewConfig, opts: ReviewOptions) -> Redactor:
+    """The run's redactor, told the API keys of the configured providers (``api_key_env``, any name)."""
+    redactor = opts.events.redactor
+    redactor.add(provider_key_values(config.providers, opts.env))
+    return redactor
 
 
 __all__ = ["ModelSetupError", "ReviewOptions", "configure", "review"]

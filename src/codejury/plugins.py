@@ -15,9 +15,9 @@ import pluggy
 
 from codejury import hookspecs
 from codejury.change.types import ChangeSet
-from codejury.config import Settings
+from codejury.config import Settings, check_provider, check_reviewer_names
 from codejury.errors import CodejuryError, ConfigError
-from codejury.models.providers import ProviderSpec
+from codejury.models.providers import PROVIDER_KINDS, ProviderSpec
 from codejury.reviewers.roster import ReviewerSpec
 
 T = TypeVar("T")
@@ -191,16 +191,15 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
     providers = dict(into.providers)
     for name, p in settings.providers.items():
         base = providers.get(name)
-        kind = p.kind if p.kind in ("openai", "anthropic", "openai-compatible", "local") else None
-        if kind is None:
-            raise ConfigError(f"provider {name}: kind must be openai, anthropic or openai-compatible")
+        check_provider(settings, name, PROVIDER_KINDS, base.base_url if base else None)
         providers[name] = ProviderSpec(
             name=name,
-            kind=kind,  # type: ignore[arg-type]
+            kind=p.kind,  # type: ignore[arg-type]  # checked against PROVIDER_KINDS just above
             base_url=p.base_url or (base.base_url if base else None),
             api_key_env=p.api_key_env or (base.api_key_env if base else None),
             enabled=p.enabled,
         )
+    check_reviewer_names(settings, into.reviewers)  # --model-for / [reviewers.NAME] name a real reviewer
     reviewers = {n: s for n, s in into.reviewers.items() if n not in settings.disabled_reviewers}
     sections = tuple(into.prompt_sections)
     return ReviewConfig(

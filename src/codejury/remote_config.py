@@ -6,12 +6,17 @@ Shape (every key optional)::
      "disabled_providers": ["openai"],
      "failback": {"anthropic:claude-opus-4-6": "anthropic:claude-opus-4-5"}}
 
-It is fetched during ``post_configure`` with a short timeout. If it cannot be fetched or is
-malformed, the review goes on with the local configuration and says so once.
+It is fetched during ``post_configure`` within ``FETCH_TIMEOUT_S`` (the whole fetch, not each
+read: a server that drips bytes is cut off too), and its body is capped at ``MAX_BYTES`` while it
+arrives. Whatever goes wrong (a setting that is not an http(s) URL, an invalid URL, no answer, a
+redirect loop, an error status, an endless or oversized body, a body that is not JSON, nested
+too deeply, or not a routing object), the review goes on with the local configuration and one
+warning line says why.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,15 +24,17 @@ from typing import Any
 
 import httpx2
 
+from codejury.bounded_io import human_size, read_async
+from codejury.errors import RoutingError
 from codejury.plugins import PostConfigureContext
+
+__all__ = ["FETCH_TIMEOUT_S", "MAX_BYTES", "Routing", "RoutingError", "fetch_routing", "parse_routing"]
 
 FETCH_TIMEOUT_S = 5.0
 MAX_BYTES = 256 * 1024
 KNOWN_KEYS = frozenset({"reviewers", "disabled_providers", "failback"})
-
-
-class RoutingError(ValueError):
-    """The routing document is not what we accept."""
+MAX_REDIRECTS = 5
+_CONTINUING = "continuing with local config"
 
 
 @dataclass(frozen=True)
@@ -70,28 +77,72 @@ def parse_routing(data: Any) -> Routing:
     return Routing(reviewer_models=dict(reviewers), disabled_providers=frozenset(disabled), failback=dict(failback))
 
 
-async def fetch_routing(url: str, *, warn: Callable[[str], None], timeout_s: float | None = None) -> Routing | None:
+async def fetch_routing(url: object, *, warn: Callable[[str], None], timeout_s: float | None = None) -> Routing | None:
     """Fetch and validate the routing document; on any failure warn once and return None."""
-    if not url.startswith(("http://", "https://")):
-        warn("remote config ignored: it must be an http(s) URL; continuing with local config")
-        return None
+    waited = timeout_s or FETCH_TIMEOUT_S
     try:
-        async with httpx2.AsyncClient(timeout=timeout_s or FETCH_TIMEOUT_S, follow_redirects=True) as client:
-            response = await client.get(url, headers={"accept": "application/json"})
+        checked = _checked_url(url)
+        async with asyncio.timeout(waited):
+            body = await _fetch(checked, waited)
+        return parse_routing(_decode(body))
+    except (TimeoutError, httpx2.TimeoutException):
+        warn(f"remote config unavailable (no answer within {waited:g}s); {_CONTINUING}")
+    except httpx2.TooManyRedirects:
+        warn(f"remote config unavailable (more than {MAX_REDIRECTS} redirects); {_CONTINUING}")
+    except (httpx2.HTTPError, OSError) as exc:
+        warn(f"remote config unavailable ({type(exc).__name__}); {_CONTINUING}")
+    except RoutingError as exc:
+        warn(f"remote config ignored ({_one_line(exc)}); {_CONTINUING}")
+    except Exception as exc:  # noqa: BLE001 - the promise is "never fatal"; anything else still costs one line
+        warn(f"remote config unavailable (unexpected {type(exc).__name__}); {_CONTINUING}")
+    return None
+
+
+def _checked_url(url: object) -> str:
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise RoutingError(f"remote_config must be an http(s) URL, got {_shown(url)}")
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, ValueError, TypeError) as exc:
+        raise RoutingError(f"invalid URL: {_one_line(exc)}") from exc
+    if not parsed.host:
+        raise RoutingError("invalid URL: no host")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise RoutingError(f"invalid URL: port {parsed.port} is out of range")
+    return url
+
+
+async def _fetch(url: str, timeout_s: float) -> bytes:
+    headers = {"accept": "application/json", "accept-encoding": "identity"}
+    async with (
+        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, max_redirects=MAX_REDIRECTS) as client,
+        client.stream("GET", url, headers=headers) as response,
+    ):
         if response.status_code != 200:
             raise RoutingError(f"HTTP {response.status_code}")
-        if len(response.content) > MAX_BYTES:
-            raise RoutingError(f"larger than {MAX_BYTES // 1024} KiB")
-        routing = parse_routing(json.loads(response.content))
-    except httpx2.TimeoutException:
-        waited = timeout_s or FETCH_TIMEOUT_S
-        warn(f"remote config unavailable (no answer within {waited:g}s); continuing with local config")
-        return None
-    except httpx2.HTTPError as exc:
-        warn(f"remote config unavailable ({type(exc).__name__}); continuing with local config")
-        return None
-    except (RoutingError, ValueError) as exc:
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        warn(f"remote config ignored ({first}); continuing with local config")
-        return None
-    return routing
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and len(declared) < 20 and int(declared) > MAX_BYTES:
+            raise RoutingError(f"the document is {int(declared):,} bytes, over the {human_size(MAX_BYTES)} limit")
+        return await read_async(response.aiter_bytes(), MAX_BYTES, "the document", RoutingError)
+
+
+def _decode(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except RecursionError as exc:
+        raise RoutingError("the document is nested too deeply") from exc
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        raise RoutingError(f"not JSON: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _shown(value: object) -> str:
+    """What the setting holds, without echoing a URL (it may carry a token)."""
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}"
+    scheme, sep, _ = value.partition(":")
+    return f"a {scheme[:12]!r} URL" if sep and scheme.isalpha() else "a string that is not a URL"

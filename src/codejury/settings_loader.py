@@ -13,9 +13,18 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
 from codejury.change.types import ChangeSet, PrefetchedBase
-from codejury.config import Settings, apply_environment, fill_default_models, merge_file_table, read_config_text
+from codejury.config import (
+    TIERS,
+    Settings,
+    apply_environment,
+    fill_default_models,
+    merge_file_table,
+    read_config_text,
+)
 from codejury.errors import ConfigError
+from codejury.models.readiness import embedded_model_missing
 from codejury.reviewers.roster import INSTRUCTION_FILES, REPO_REVIEWERS_DIR, REPO_RULES_DIR
 
 CONFIG_FILES = ("pyproject.toml", ".codejury.toml")
@@ -23,6 +32,13 @@ BASE_SIDE_FILES: tuple[str, ...] = (*CONFIG_FILES, *INSTRUCTION_FILES)
 """Files codejury reads from the base side: config, then repository instructions."""
 BASE_SIDE_DIRS: tuple[str, ...] = (REPO_REVIEWERS_DIR, REPO_RULES_DIR)
 """Directories whose ``*.md`` files codejury reads from the base side (reviewers, rules)."""
+CLI_FLAGS = {
+    "fail_on": "--fail-on",
+    "reflection": "--reflection",
+    "exclude": "--exclude",
+    "remote_config": "--remote-config",
+}
+"""Config keys that a ``codejury review`` flag sets (the flag names the key in errors)."""
 PREFETCH_CONCURRENCY = 4
 T = TypeVar("T")
 
@@ -73,7 +89,7 @@ def _read_repo_file(change: ChangeSet, name: str) -> str | None:
     if change.root is not None:
         path = change.root / name
         if path.is_file():
-            return path.read_text(encoding="utf-8", errors="replace")
+            return read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError).decode("utf-8", "replace")
     return None
 
 
@@ -86,35 +102,53 @@ def load_settings(
     cli_reviewer_models: Mapping[str, str] | None = None,
     config_file_text: tuple[str, str] | None = None,
 ) -> tuple[Settings, str | None]:
-    """Defaults < repo config (base side) < explicit --config file < environment < CLI flags."""
-    settings = Settings()
-    for name in CONFIG_FILES:
-        text = _read_repo_file(change, name)
-        if text is not None:
-            settings = merge_file_table(settings, read_config_text(name, text), name)
-    if config_file_text is not None:
-        name, text = config_file_text
-        settings = merge_file_table(settings, read_config_text(name, text), name)
-    settings = apply_environment(settings, env)
-    if cli_table:
-        settings = merge_file_table(settings, cli_table, "command line")
-    if cli_model or cli_reviewer_models:
-        from dataclasses import replace
+    """Defaults < repo config (base side) < explicit --config file < environment < CLI flags.
 
-        models = dict(settings.models)
-        if cli_model:
-            models = {tier: cli_model for tier in ("top", "standard", "light")}
-        reviewer_models = {**settings.reviewer_models, **(cli_reviewer_models or {})}
-        settings = replace(settings, models=models, reviewer_models=reviewer_models, model_source="command line")
-    return fill_default_models(settings, env)
+    Every layer is validated here, so a bad value fails before any plugin or model runs
+    (``--dry-run`` included); reviewer names are checked once the roster is assembled.
+    """
+    settings = Settings()
+    files = [(name, _read_repo_file(change, name)) for name in CONFIG_FILES]
+    for name, text in [*files, *([config_file_text] if config_file_text is not None else [])]:
+        if text is not None:
+            table, prefix = read_config_text(name, text)
+            settings = merge_file_table(settings, table, name, prefix=prefix)
+    settings = apply_environment(settings, env)
+    table, names = _cli_layer(cli_table or {}, cli_model, cli_reviewer_models or {})
+    if table:
+        source = "command line" if (cli_model is not None or cli_reviewer_models) else settings.model_source
+        settings = merge_file_table(settings, table, "command line", names=names, model_source=source)
+    settings, notice = fill_default_models(settings, env)
+    if settings.model_source == "embedded" and (missing := embedded_model_missing()) is not None:
+        # Never promise the embedded model where it cannot run: say what to install or configure.
+        notice = (
+            f"no model provider configured, and {missing}; or set CODEJURY_MODEL "
+            "(e.g. openai:gpt-5-mini with OPENAI_API_KEY) or [tool.codejury.models]"
+        )
+    return settings, notice
+
+
+def _cli_layer(
+    flags: Mapping[str, Any], model: str | None, reviewer_models: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The command-line flags as one config table, and the flag each key came from (for errors)."""
+    table = dict(flags)
+    names = {key: flag for key, flag in CLI_FLAGS.items() if key in table}
+    if model is not None:
+        table["models"] = {tier: model for tier in TIERS}
+        names.update({f"models.{tier}": "--model" for tier in TIERS})
+    if reviewer_models:
+        table["reviewers"] = {name: {"model": spec} for name, spec in reviewer_models.items()}
+        names.update({f"reviewers.{name}.model": f"--model-for {name}" for name in reviewer_models})
+    return table, names
 
 
 def parse_assignments(values: tuple[str, ...], flag: str) -> dict[str, str]:
-    """Parse repeated NAME=VALUE flags."""
+    """Parse repeated NAME=VALUE flags (both sides non-empty)."""
     out: dict[str, str] = {}
     for v in values:
-        name, sep, value = v.partition("=")
+        name, sep, value = (part.strip() for part in v.partition("="))
         if not sep or not name or not value:
-            raise ConfigError(f"{flag} expects NAME=VALUE, got '{v}'")
-        out[name.strip()] = value.strip()
+            raise ConfigError(f"{flag} expects NAME=VALUE with both sides non-empty, got {v!r}")
+        out[name] = value
     return out

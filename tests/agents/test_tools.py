@@ -10,7 +10,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from codejury.agents.tools import TOOL_NAMES, RepoTools, as_agent_tools
+from codejury.agents.agent_tools import as_agent_tools
+from codejury.agents.tools import TOOL_NAMES, RepoTools
 
 PATCHES = {
     "src/app.py": "    1 + import os\n    2 + print(os.environ['TOKEN'])\n",
@@ -226,3 +227,27 @@ async def test_agent_calls_a_tool_and_sees_its_refusal_as_text(tools: RepoTools)
     agent = Agent(FunctionModel(script), tools=as_agent_tools(tools, TOOL_NAMES), output_type=str)
     await agent.run("review")
     assert seen == ["error: '..' is not allowed in paths: ../outside.txt"]
+
+
+def test_a_catastrophic_pattern_on_the_patches_is_refused_in_time() -> None:
+    bare = RepoTools(None, {"a.txt": "    1 + " + "x" * 3000 + "\n"}, time_budget_s=60.0)
+    answer = bare.grep("(x+x+)+y")
+    assert answer.startswith("error: the pattern '(x+x+)+y' took too long on one line (a.txt:1)")
+
+
+def test_over_long_patterns_and_globs_are_refused(tools: RepoTools) -> None:
+    assert tools.grep("a" * 1001).startswith("error: pattern too long (1001 characters")
+    assert tools.grep("a", "*" * 501).startswith("error: path_glob too long")
+
+
+def test_a_stopped_call_ends_at_its_next_check(tools: RepoTools) -> None:
+    from codejury.agents.bounded import Budget
+
+    budget = Budget(60)
+    budget.stop()
+    assert tools.grep("line", budget=budget) == (
+        "no matches for 'line' (search stopped after 0 files (time limit reached); results are incomplete)"
+    )
+    assert tools.read_file("lines.txt", 1, 5, budget=budget) == (
+        "error: stopped at line 0: the time limit of this call was reached"
+    )

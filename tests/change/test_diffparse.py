@@ -311,3 +311,19 @@ Binary files a/x.bin and /dev/null differ
 """
     (fc,) = parse_diff(diff)
     assert (fc.path, fc.status, fc.is_binary) == ("x.bin", "deleted", True)
+
+
+@pytest.mark.parametrize("field", ["-{n},1 +1,1", "-1,{n} +1,1", "-1 +{n},1", "-1,1 +1,{n}"])
+def test_an_absurd_number_in_a_hunk_header_is_a_one_line_parse_error(field: str) -> None:
+    digits = "9" * 5000  # past Python's 4300-digit int() limit: must be refused before int()
+    diff = f"--- a/x.py\n+++ b/x.py\n@@ {field.format(n=digits)} @@\n-a\n+b\n".encode()
+    with pytest.raises(DiffParseError) as info:
+        parse_diff(diff)
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 200
+    assert "line 3" in message and "5000 digits" in message
+
+
+def test_a_ten_digit_line_number_is_still_a_number() -> None:
+    (fc,) = parse_diff(b"--- a/x.py\n+++ b/x.py\n@@ -1234567890,1 +1234567890,1 @@\n-a\n+b\n")
+    assert fc.added_lines == frozenset({1234567890})

@@ -276,7 +276,7 @@ def test_diff_file_source_with_root_gives_a_confined_base_reader(tmp_path: Path)
 
 
 def test_missing_diff_file(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="diff file not found: .*nope.diff"):
+    with pytest.raises(SourceError, match="diff file .*nope.diff not found"):
         DiffFileSource(str(tmp_path / "nope.diff")).load()
 
 
@@ -284,7 +284,7 @@ def test_oversize_diff_file(tmp_path: Path) -> None:
     big = tmp_path / "big.diff"
     with big.open("wb") as fh:
         fh.truncate(MAX_DIFF_BYTES + 1)
-    with pytest.raises(InputError, match=str(MAX_DIFF_BYTES + 1)):
+    with pytest.raises(InputError, match=f"{MAX_DIFF_BYTES + 1:,} bytes, over the 20 MB limit"):
         DiffFileSource(str(big)).load()
 
 
@@ -292,3 +292,98 @@ def test_oversize_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * (MAX_DIFF_BYTES + 5))))
     with pytest.raises(InputError, match="20 MB"):
         DiffFileSource("-").load()
+
+
+def loose_object(repo: Path, rev: str) -> Path:
+    sha = git(repo, "rev-parse", rev).strip()
+    return repo / ".git" / "objects" / sha[:2] / sha[2:]
+
+
+def test_an_unreadable_file_outside_the_change_is_left_out_and_named(repo: Path) -> None:
+    loose_object(repo, "feature:docs/guide.md").unlink()  # `git cat-file -p` now fails on it
+    with GitSource(repo) as source:
+        change = source.load()
+        assert {f.path for f in change.files} == {"app.py", "AGENTS.md", "new_name.py"}
+        assert change.left_out == {"docs/guide.md": "unreadable git object"}
+        assert change.root is not None
+        assert (change.root / "app.py").read_text() == "def main():\n    return 2\n"
+        assert not (change.root / "docs" / "guide.md").exists()
+        notice = change.left_out_notice()
+        assert notice is not None and notice.startswith("1 file of the repository left out")
+        assert "docs/guide.md (unreadable git object)" in notice
+
+
+def test_an_object_git_dies_on_mid_stream_costs_only_that_file(repo: Path) -> None:
+    git(repo, "checkout", "-q", "main")
+    write(repo, "a_first.txt", "".join(f"{i:08x} {i * 7919 % 65521}\n" for i in range(60_000)))
+    commit(repo, "A big file early in the tree")
+    git(repo, "checkout", "-q", "feature")
+    git(repo, "merge", "-q", "--no-edit", "main")
+    damaged = loose_object(repo, "feature:a_first.txt")
+    data = damaged.read_bytes()
+    damaged.chmod(0o644)
+    damaged.write_bytes(data[: len(data) // 2])  # the header inflates, the content does not
+    with GitSource(repo, base="main") as source:
+        change = source.load()
+        assert change.left_out == {"a_first.txt": "unreadable git object"}
+        assert change.root is not None
+        exported = sorted(p.relative_to(change.root).as_posix() for p in change.root.rglob("*") if p.is_file())
+        assert exported == [".gitignore", "AGENTS.md", "app.py", "docs/guide.md", "main_only.py", "new_name.py"]
+
+
+def test_a_file_over_the_blob_cap_is_listed_not_loaded(repo: Path) -> None:
+    import tracemalloc
+
+    line = b"x = 'a line of a generated table that nobody reviews by hand'\n"
+    with (repo / "table.py").open("wb") as fh:
+        for _ in range(9 * 1024 * 1024 // len(line) + 1):
+            fh.write(line)
+    commit(repo, "Add a 9 MB table")
+    tracemalloc.start()
+    try:
+        with GitSource(repo) as source:
+            change = source.load()
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024, f"peak {peak} bytes: the file was held whole"
+    table = next(f for f in change.files if f.path == "table.py")
+    assert table.is_binary and not table.hunks  # git diffs a file over the cap as binary: no 9 MB patch
+    assert change.left_out == {"table.py": "too large: 9 MB, over the 8 MB limit"}
+
+
+def test_a_git_diff_over_the_cap_is_refused_while_it_is_read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import codejury.change.sources as sources
+
+    monkeypatch.setattr(sources, "MAX_DIFF_BYTES", 200)
+    with GitSource(repo) as source, pytest.raises(InputError, match="the diff of main..feature is larger than"):
+        source.load()
+
+
+def test_dev_zero_as_a_diff_file_is_cut_off_at_the_cap() -> None:
+    with pytest.raises(InputError, match="diff file /dev/zero is larger than the 20 MB limit"):
+        DiffFileSource("/dev/zero").load()
+
+
+def test_base_side_files_are_capped_while_read(repo: Path, tmp_path: Path) -> None:
+    git(repo, "checkout", "-q", "main")
+    write(repo, "AGENTS.md", "rules\n" * 200_000)  # 1.2 MB
+    commit(repo, "Huge instructions")
+    git(repo, "checkout", "-q", "-b", "small-change")
+    write(repo, "app.py", "def main():\n    return 3\n")
+    commit(repo, "Small change")
+    with GitSource(repo, base="main") as source:
+        base = source.load().base
+        assert base is not None
+        with pytest.raises(InputError, match="base-side file AGENTS.md is larger than the 1 MB limit"):
+            base.read_text("AGENTS.md")
+    root = tmp_path / "root"
+    root.mkdir()
+    with (root / "CLAUDE.md").open("wb") as fh:
+        fh.truncate(2 * 1024 * 1024 * 1024)  # sparse: 2 GB that cost nothing to make
+    diff = tmp_path / "change.diff"
+    diff.write_bytes(SAMPLE_DIFF)
+    file_base = DiffFileSource(str(diff), root=root).load().base
+    assert file_base is not None
+    with pytest.raises(InputError, match="base-side file CLAUDE.md is larger than the 1 MB limit"):
+        file_base.read_text("CLAUDE.md")

@@ -20,6 +20,7 @@ from codejury.change.diffparse import parse_diff
 from codejury.findings import Finding
 from codejury.judge.verdict import decide_verdict
 from codejury.render.jsonout import REVIEW_JSON_SCHEMA
+from tests.models.test_local import llama_log_lines
 
 pytestmark = pytest.mark.embedded
 
@@ -37,7 +38,7 @@ GIT_ENV = {
 
 @pytest.fixture(autouse=True)
 def _embedded_available() -> None:
-    pytest.importorskip("llama_cpp", reason="the embedded model needs the 'local' extra")
+    pytest.importorskip("xllamacpp", reason="the embedded model needs the 'local' extra")
 
 
 def run_codejury(*args: str, cwd: Path) -> tuple[dict[str, Any], str]:
@@ -52,6 +53,7 @@ def run_codejury(*args: str, cwd: Path) -> tuple[dict[str, Any], str]:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
+    assert llama_log_lines(proc.stderr) == [], proc.stderr  # llama.cpp's own log stays off the terminal
     return json.loads(out.read_text()), proc.stderr
 
 
@@ -111,3 +113,9 @@ def test_lite_review_of_a_branch(tmp_path: Path) -> None:
     assert review["tier"] == "lite"
     assert {"code_quality", "documentation"} <= {r["name"] for r in review["reviewers"]}
     assert_user_contract(review, git(repo, "diff", "main...feature"))
+    # Reviewers run one after another on one slot, prompts ordered [rules][change][focus]: every
+    # reviewer after the first finds the shared part in llama.cpp's cache and pays only for its own.
+    first, *later = [r for r in review["reviewers"] if r["status"] == "ok"]
+    assert later, review["reviewers"]
+    for r in later:
+        assert r["cache_read_tokens"] > r["input_tokens"] // 3, r

@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 from codejury.forges.errors import ForgeAuthError, ForgeUnavailable
-from codejury.forges.github_api import (
+from codejury.forges.github.api import (
     ACTIONS_BOT_LOGIN,
     Annotation,
     CommentableLines,
@@ -241,14 +241,25 @@ async def test_a_rate_limit_longer_than_the_cap_fails_at_once(gh: FakeGitHub, ap
     assert sleeps == [] and gh.api_calls == 1
 
 
-async def test_server_errors_are_retried_then_reported_unavailable(gh: FakeGitHub, sleeps: Sleeps) -> None:
+async def test_server_errors_on_a_read_are_retried_then_reported_unavailable(gh: FakeGitHub, sleeps: Sleeps) -> None:
     gh.fail_next(10, 502)
     async with client(gh, ACTIONS, sleeps, max_retries=3) as api:
         with pytest.raises(ForgeUnavailable, match="502") as unavailable:
-            await api.create_issue_comment(REPO, 7, "summary")
+            await api.pull_files(REPO, 7)
 
     assert unavailable.value.status == 502
     assert sleeps == [1.0, 2.0, 4.0] and gh.api_calls == 4
+
+
+async def test_a_502_on_a_comment_is_not_sent_again(gh: FakeGitHub, sleeps: Sleeps) -> None:
+    """A POST that creates something may have been applied before the 502: one request, then unavailable."""
+    gh.fail_next(10, 502)
+    async with client(gh, ACTIONS, sleeps, max_retries=3) as api:
+        with pytest.raises(ForgeUnavailable, match="not retried") as unavailable:
+            await api.create_issue_comment(REPO, 7, "summary")
+
+    assert unavailable.value.status == 502
+    assert sleeps == [] and gh.api_calls == 1
     assert gh.issue_comments(7) == []
 
 
@@ -261,15 +272,37 @@ async def test_a_dropped_connection_and_a_503_are_retried(gh: FakeGitHub, api: G
     assert [r.status for r in gh.requests] == [0, 503, 200]
 
 
-async def test_a_write_answered_with_502_after_it_took_effect_is_posted_twice(
+async def test_a_write_answered_with_502_after_it_took_effect_is_posted_once(
     gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps
 ) -> None:
-    """GitHub can fail after writing; the client retries, so publishing must find its own duplicates."""
+    """GitHub can fail after writing: the client does not send the comment again, so there is no duplicate."""
     gh.fail_next(1, 502, method="POST", processed=True)
+
+    with pytest.raises(ForgeUnavailable, match="may have been applied"):
+        await api.create_issue_comment(REPO, 7, "summary")
+
+    assert [c.body for c in gh.issue_comments(7)] == ["summary"] and sleeps == []
+
+
+async def test_a_503_on_a_comment_is_retried(gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps) -> None:
+    """503 says the request was not handled: even a POST that creates a comment is sent again."""
+    gh.fail_next(2, 503, method="POST")
 
     await api.create_issue_comment(REPO, 7, "summary")
 
-    assert [c.body for c in gh.issue_comments(7)] == ["summary", "summary"]
+    assert [c.body for c in gh.issue_comments(7)] == ["summary"] and sleeps == [1.0, 2.0]
+
+
+async def test_a_graphql_query_is_retried_but_a_mutation_is_not(gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps) -> None:
+    await _bot_review(gh, api)
+    gh.fail_next(1, 502, method="POST", path="/graphql")
+    threads = await api.review_threads(REPO, 7)
+    assert len(threads) == 2 and sleeps == [1.0]
+
+    gh.fail_next(1, 502, method="POST", path="/graphql")
+    with pytest.raises(ForgeUnavailable, match="not retried"):
+        await api.reply_to_thread(threads[0].id, "a reply")
+    assert sleeps == [1.0]
 
 
 # -- threads over GraphQL ----------------------------------------------------------------------

@@ -12,9 +12,9 @@ import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.errors import InputError
-from codejury.forges import github as github_mod
+from codejury.forges.github import adapter as github_mod
 from codejury.forges.github import target_from_env, target_from_url
-from codejury.forges.github_api import GitHubAPI
+from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
 from tests.fakes.github_server import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from codejury.agents.prompts import PREVIOUS_REVIEW_INTRO
-from codejury.forges import github as github_mod
-from codejury.forges.github_api import GitHubAPI
+from codejury.forges.github import adapter as github_mod
+from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_summary
 from tests.fakes.github_server import FakeGitHub
 from tests.forges.scripted_cli import scripted_review

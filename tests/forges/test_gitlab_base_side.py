@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from codejury.change.types import PrefetchedBase
-from codejury.forges import gitlab as gitlab_mod
 from codejury.forges.gitlab import GitLabMergeRequest, target_from_url
-from codejury.forges.gitlab_api import GitLabAPI
+from codejury.forges.gitlab import adapter as gitlab_mod
+from codejury.forges.gitlab.api import GitLabAPI
 from codejury.settings_loader import BASE_SIDE_DIRS, BASE_SIDE_FILES, CONFIG_FILES, prefetch_base
 from tests.fakes.gitlab_server import FakeGitLab
 from tests.fakes.scripted import ScriptedResolver

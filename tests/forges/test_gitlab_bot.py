@@ -14,9 +14,9 @@ from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.config import Settings, merge_file_table
 from codejury.errors import ConfigError
-from codejury.forges import gitlab as gitlab_mod
+from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab import target_from_env, target_from_url
-from codejury.forges.gitlab_api import GitLabAPI
+from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
 from tests.fakes.gitlab_server import FakeGitLab, RecordedRequest

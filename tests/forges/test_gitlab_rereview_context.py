@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from codejury.agents.prompts import PREVIOUS_REVIEW_INTRO
-from codejury.forges import gitlab as gitlab_mod
-from codejury.forges.gitlab_api import GitLabAPI
+from codejury.forges.gitlab import adapter as gitlab_mod
+from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_summary
 from tests.fakes.gitlab_server import FakeGitLab
 from tests.fakes.scripted import ScriptedResolver

@@ -69,7 +69,9 @@ def run_codejury(
             [sys.executable, "-m", "codejury.cli", *args],
             cwd=cwd,
             env=full_env,
-            stdin=stdin_file if stdin_file is not None else (subprocess.PIPE if stdin is not None else subprocess.DEVNULL),
+            stdin=stdin_file
+            if stdin_file is not None
+            else (subprocess.PIPE if stdin is not None else subprocess.DEVNULL),
             stdout=out_f,
             stderr=err_f,
         )

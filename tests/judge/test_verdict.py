@@ -4,8 +4,16 @@ from typing import Any
 
 import pytest
 
-from codejury.findings import Finding, Review, Verdict
-from codejury.judge.verdict import VCS_ACTION, FailOn, decide_verdict, should_fail, summarise
+from codejury.config import FAIL_ON_CHOICES
+from codejury.findings import Finding, Review, SkippedFile, Verdict
+from codejury.judge.verdict import (
+    VCS_ACTION,
+    FailOn,
+    decide_verdict,
+    should_fail,
+    summarise,
+    summarise_unreviewed,
+)
 
 
 def f(
@@ -74,6 +82,7 @@ def test_vcs_actions() -> None:
         "approved_with_comments": "approve",
         "significant_concerns": "unapprove",
         "requested_changes": "block",
+        "not_reviewed": "unapprove",
     }
 
 
@@ -117,7 +126,7 @@ def test_should_fail_on_requested_changes_follows_the_verdict() -> None:
     assert should_fail(review([], verdict="requested_changes"), "requested_changes")
 
 
-@pytest.mark.parametrize("fail_on", ["suggestion", "warning", "critical", "requested_changes", "never"])
+@pytest.mark.parametrize("fail_on", FAIL_ON_CHOICES)
 def test_break_glass_never_fails(fail_on: FailOn) -> None:
     r = review([f("critical")], verdict="approved", break_glass=True)
     assert not should_fail(r, fail_on)
@@ -169,3 +178,51 @@ def test_summarise_break_glass_states_what_the_review_alone_would_say() -> None:
     text = summarise([f("critical")], "approved", [], True, True)
     assert text.endswith("Break glass: approved by a human override (the review alone: requested changes).")
     assert summarise([], "approved", [], True, True).startswith("No problems found. Break glass:")
+
+
+UNREVIEWED = [SkippedFile(path="yarn.lock", reason="lock file")]
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "expected"),
+    [
+        ("never", False),
+        ("requested_changes", False),
+        ("unreviewed", True),
+        ("critical", True),
+        ("warning", True),
+        ("suggestion", True),
+    ],
+)
+def test_a_not_reviewed_review_fails_from_unreviewed_up(fail_on: FailOn, expected: bool) -> None:
+    r = review([], verdict="not_reviewed", skipped_files=UNREVIEWED)
+    assert should_fail(r, fail_on) is expected
+
+
+def test_fail_on_unreviewed_still_fails_on_requested_changes() -> None:
+    assert should_fail(review([f("critical")]), "unreviewed")
+    assert not should_fail(review([f("warning")]), "unreviewed")
+    assert not should_fail(review([]), "unreviewed"), "a reviewed, clean change passes"
+
+
+def test_every_fail_on_choice_is_a_level_should_fail_knows() -> None:
+    for fail_on in FAIL_ON_CHOICES:
+        should_fail(review([f("suggestion")]), fail_on)  # type: ignore[arg-type]
+
+
+def test_unreviewed_summary_names_the_skipped_files_and_says_nothing_is_approved() -> None:
+    skipped = [SkippedFile(path=f"vendor/lib{i}.go", reason="vendored code (vendor/)") for i in range(7)]
+    text = summarise_unreviewed(skipped)
+    assert text.startswith("Nothing was reviewed: every changed file was skipped (vendor/lib0.go: vendored code")
+    assert "vendor/lib4.go" in text and "vendor/lib5.go" not in text and "and 2 more" in text
+    assert "Nothing is approved" in text
+
+
+def test_unreviewed_summary_when_no_reviewer_is_enabled() -> None:
+    text = summarise_unreviewed([], reviewable=2, tier="trivial")
+    assert "no reviewer is enabled for a trivial change (2 reviewable files)" in text
+
+
+def test_unreviewed_summary_under_break_glass_says_what_the_review_alone_would_be() -> None:
+    text = summarise_unreviewed(UNREVIEWED, break_glass=True)
+    assert text.endswith("Break glass: approved by a human override (the review alone: not reviewed).")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import pytest
 
 from codejury.findings import Usage
 from codejury.record import events as events_mod
-from codejury.record.events import REDACTED, EventLog
+from codejury.record.events import EventLog
+from codejury.secrets import REDACTED
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -98,16 +100,16 @@ def test_known_secrets_redacted_anywhere(tmp_path: Path) -> None:
     assert records[0]["nested"] == {"k": [f"x{REDACTED}y"]}
     assert records[0][REDACTED] == 1
     assert records[1]["value"] == f"before {REDACTED} after"
-    assert records[1]["short"] == "short stays"  # secrets under 6 characters are not scrubbed
+    assert records[1]["short"] == "short stays"  # secrets under 8 characters are not scrubbed
     assert log.events == records
 
 
 def test_secret_straddling_json_syntax_still_gives_valid_json() -> None:
-    log = EventLog(None, run_id="r", secrets=['ab","cd'])
-    log.emit("x", first="ab", cd='ab","cd')
+    log = EventLog(None, run_id="r", secrets=['abcd","cdef'])
+    log.emit("x", first="abcd", cdef='abcd","cdef')
     (event,) = log.events
-    assert event["cd"] == REDACTED
-    assert event["first"] == "ab"
+    assert event["cdef"] == REDACTED
+    assert event["first"] == "abcd"
 
 
 @pytest.mark.parametrize(
@@ -165,7 +167,7 @@ class _Clock:
 
 def test_batching_by_lines_time_and_exit(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = _Clock()
-    monkeypatch.setattr(events_mod.time, "monotonic", clock)
+    monkeypatch.setattr(time, "monotonic", clock)
     stream = io.StringIO()
     with EventLog(stream, run_id="r") as log:
         for i in range(99):
@@ -190,7 +192,7 @@ def test_batching_by_lines_time_and_exit(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_file_batch_flushed_on_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events_mod.time, "monotonic", _Clock())
+    monkeypatch.setattr(time, "monotonic", _Clock())
     path = tmp_path / "e.jsonl"
     with EventLog(path, run_id="r") as log:
         log.emit("a")

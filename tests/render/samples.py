@@ -118,3 +118,21 @@ def plan(**overrides: Any) -> Plan:
 
 
 HOSTILE = "evil\x1b[31mred\x1b]0;title\x07 [bold]markup[/bold] :smile: \u202eesrever\r\nnext"
+
+
+def not_reviewed_review(**overrides: Any) -> Review:
+    """A change in which every file was skipped: no model ran, verdict not_reviewed."""
+    skipped = [
+        SkippedFile(path="yarn.lock", reason="lock file"),
+        SkippedFile(path="vendor/lib/a.go", reason="vendored code (vendor/, already vendored before this change)"),
+    ]
+    fields: dict[str, Any] = {
+        "verdict": "not_reviewed",
+        "tier": "trivial",
+        "summary": "Nothing was reviewed: every changed file was skipped (yarn.lock: lock file; vendor/lib/a.go: "
+        "vendored code). Nothing is approved; a human should look at this change.",
+        "skipped_files": skipped,
+        "usage": Usage(duration_s=0.1),
+    }
+    fields.update(overrides)
+    return Review(**fields)

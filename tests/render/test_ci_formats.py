@@ -12,7 +12,7 @@ import pytest
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.fingerprint import fingerprint, location_fingerprint, normalise_title, unique_fingerprints
 from codejury.render import codeclimate, rdjson, sarif
-from tests.render.samples import HOSTILE, finding, full_review
+from tests.render.samples import HOSTILE, finding, full_review, not_reviewed_review
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -52,6 +52,7 @@ def hostile_review() -> Review:
 REVIEWS = {
     "full": full_review,
     "clean": clean_review,
+    "not_reviewed": not_reviewed_review,
     "hostile": hostile_review,
     "unjudged": lambda: full_review(
         judged=False,
@@ -296,6 +297,32 @@ def test_rdjson_and_codeclimate_report_failed_reviewers_instead_of_looking_clean
     assert again[0]["fingerprint"] == entry["fingerprint"]
     assert json.loads(rdjson.render(clean_review()))["diagnostics"] == []
     assert json.loads(codeclimate.render(clean_review())) == []
+
+
+# --- nothing reviewed --------------------------------------------------------------------------------
+
+
+def test_sarif_of_a_change_nothing_reviewed_is_not_a_clean_pass() -> None:
+    run = json.loads(sarif.render(not_reviewed_review()))["runs"][0]
+    invocation = run["invocations"][0]
+    assert run["results"] == [] and run["properties"]["verdict"] == "not_reviewed"
+    assert invocation["executionSuccessful"] is False
+    [note] = invocation["toolExecutionNotifications"]
+    assert note["descriptor"]["id"] == "not-reviewed" and note["level"] == "warning"
+    assert note["descriptor"]["id"] in {d["id"] for d in run["tool"]["driver"]["notifications"]}
+    assert "Nothing was reviewed" in note["message"]["text"] and "yarn.lock: lock file" in note["message"]["text"]
+    assert [s["path"] for s in note["properties"]["skippedFiles"]] == ["yarn.lock", "vendor/lib/a.go"]
+
+
+def test_rdjson_and_codeclimate_say_nothing_was_reviewed() -> None:
+    [notice] = json.loads(rdjson.render(not_reviewed_review()))["diagnostics"]
+    assert notice["code"] == {"value": "codejury/not-reviewed"} and notice["severity"] == "WARNING"
+    assert "Nothing was reviewed" in notice["message"] and "location" not in notice
+    [entry] = json.loads(codeclimate.render(not_reviewed_review()))
+    assert entry["check_name"] == "codejury/not-reviewed" and entry["severity"] == "major"
+    assert "Nothing was reviewed" in entry["description"]
+    other = not_reviewed_review(summary="Nothing was reviewed: every changed file was skipped (go.sum: lock file).")
+    assert json.loads(codeclimate.render(other))[0]["fingerprint"] == entry["fingerprint"], "stable across runs"
 
 
 # --- command line ------------------------------------------------------------------------------------

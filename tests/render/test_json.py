@@ -10,7 +10,7 @@ from codejury.render.jsonout import (
     review_to_json,
     schema_errors,
 )
-from tests.render.samples import finding, full_review, plan
+from tests.render.samples import finding, full_review, not_reviewed_review, plan
 
 USAGE_KEYS = [
     "input_tokens",
@@ -153,6 +153,7 @@ def test_plan_shape_and_schema() -> None:
         "estimated_input_tokens",
         "estimated_cost_usd",
         "coordinator_model",
+        "model_problems",
     ]
     assert data["reviewers"][0] == {
         "name": "code_quality",
@@ -171,3 +172,10 @@ def test_plan_shape_and_schema() -> None:
 def test_schemas_are_json_serialisable() -> None:
     assert json.loads(json.dumps(REVIEW_JSON_SCHEMA))["title"] == "codejury review"
     assert json.loads(json.dumps(PLAN_JSON_SCHEMA))["title"] == "codejury plan"
+
+
+def test_a_not_reviewed_review_is_valid_json_contract() -> None:
+    data = json.loads(review_to_json(not_reviewed_review()))
+    assert data["verdict"] == "not_reviewed" and data["findings"] == [] and data["reviewers"] == []
+    assert schema_errors(data, REVIEW_JSON_SCHEMA) == []
+    assert data["skipped_files"][0] == {"path": "yarn.lock", "reason": "lock file"}

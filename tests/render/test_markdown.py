@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from codejury.findings import ReviewerReport
 from codejury.render.markdown import code_span, fenced, render_plan_markdown, render_review_markdown
-from tests.render.samples import HOSTILE, finding, full_review, plan
+from tests.render.samples import HOSTILE, finding, full_review, not_reviewed_review, plan
 
 
 def test_verdict_line_comes_first_after_heading() -> None:
@@ -113,3 +113,19 @@ def test_plan_table_cells_escape_pipes_and_newlines() -> None:
     p.reviewers[0].files = ["odd|name\n.py"]
     text = render_plan_markdown(p)
     assert "| 1: `odd\\|name .py` |" in text
+
+
+def test_a_change_nothing_reviewed_says_so_and_lists_the_skipped_files_openly() -> None:
+    text = render_review_markdown(not_reviewed_review())
+    assert "**Verdict: Not reviewed**" in text
+    assert "> **Not reviewed:** no model looked at this change" in text and "not approved" in text
+    assert "No findings." not in text and "Approved" not in text
+    assert "<details open>\n<summary>Skipped files (2)</summary>" in text
+    assert "- `yarn.lock`: lock file" in text
+
+
+def test_plan_with_no_reviewer_says_nothing_would_be_reviewed() -> None:
+    text = render_plan_markdown(plan(reviewers=[]))
+    assert "**Nothing to review:**" in text and "*not reviewed*" in text
+    assert "<details open>" in text
+    assert "Nothing to review" not in render_plan_markdown(plan())

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from codejury.findings import ReviewerReport
 from codejury.render.terminal import render_plan_terminal, render_review_terminal
-from tests.render.samples import HOSTILE, finding, full_review, plan
+from tests.render.samples import HOSTILE, finding, full_review, not_reviewed_review, plan
 
 
 def _console(*, color: bool = False) -> tuple[Console, StringIO]:
@@ -90,3 +90,18 @@ def test_plan_terminal() -> None:
     assert "Coordinator: anthropic:claude-opus" in out
     assert "dist/app.min.js" in out and "minified" in out
     assert "12,345 input tokens" in out and "$0.0456" in out
+
+
+def test_review_terminal_of_a_change_nothing_reviewed() -> None:
+    console, buf = _console()
+    render_review_terminal(not_reviewed_review(), console)
+    out = buf.getvalue()
+    assert "Verdict: Not reviewed" in out and "no model looked at this change" in out
+    assert "No findings." not in out
+    assert "Skipped yarn.lock" in out and "vendor/lib/a.go" in out
+
+
+def test_plan_terminal_with_no_reviewer_says_nothing_would_be_reviewed() -> None:
+    console, buf = _console()
+    render_plan_terminal(plan(reviewers=[]), console)
+    assert "Nothing to review" in buf.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from codejury.agents.tools import TOOL_NAMES, RepoTools, as_agent_tools
+from codejury.agents.agent_tools import as_agent_tools
+from codejury.agents.tools import TOOL_NAMES, RepoTools
 
 __all__ = ["TOOL_NAMES", "RepoTools", "as_agent_tools"]

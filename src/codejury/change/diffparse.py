@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from codejury.change.types import DiffLine, FileChange, FileStatus, Hunk
 from codejury.errors import DiffParseError
 
+MAX_NUMBER_DIGITS = 10
+"""A hunk's line numbers and counts have at most this many digits (no file has 10 billion lines)."""
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")
 _PLAIN_BINARY = re.compile(r"Binary files (.+) and (.+) differ$")
 _ONE_CHAR_PREFIX = re.compile(r"[a-z0-9]/")
@@ -212,6 +214,13 @@ def _error(index: int, cause: str) -> DiffParseError:
     return DiffParseError(f"malformed diff at line {index + 1}: {cause}")
 
 
+def _hunk_number(digits: str, index: int) -> int:
+    """A line number or count of a hunk header; absurd lengths are refused before ``int()``."""
+    if len(digits) > MAX_NUMBER_DIGITS:
+        raise _error(index, f"a number in the hunk header has {len(digits)} digits (at most {MAX_NUMBER_DIGITS})")
+    return int(digits)
+
+
 def _parse_hunk(lines: list[str], i: int) -> tuple[Hunk, int]:
     """Read the hunk whose header is ``lines[i]``; return it and the index after it."""
     header = lines[i]
@@ -220,9 +229,9 @@ def _parse_hunk(lines: list[str], i: int) -> tuple[Hunk, int]:
         if header.startswith("@@@"):
             raise _error(i, "combined (merge) diffs are not supported")
         raise _error(i, f"bad hunk header {header[:80]!r}")
-    old_start, new_start = int(match[1]), int(match[3])
-    old_len = 1 if match[2] is None else int(match[2])
-    new_len = 1 if match[4] is None else int(match[4])
+    old_start, new_start = _hunk_number(match[1], i), _hunk_number(match[3], i)
+    old_len = 1 if match[2] is None else _hunk_number(match[2], i)
+    new_len = 1 if match[4] is None else _hunk_number(match[4], i)
     old_no, new_no, old_left, new_left = old_start, new_start, old_len, new_len
     out: list[DiffLine] = []
     append = out.append

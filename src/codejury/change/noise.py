@@ -4,9 +4,23 @@ Rules, in order (the first that matches decides):
 
 1. a user glob from config → "excluded by config: <glob>" (applies to every file);
 2. a deleted file is kept: removing code can break things, so reviewers see it;
-3. lock files, minified assets, bundles, source maps, vendored trees, binary files;
-4. database migrations are kept, even when stamped generated (they run against production);
-5. a generated marker in the first five lines of the new content.
+3. files that are not hand-editable code are skipped on their own: lock files, minified assets,
+   bundles, source maps, binary files;
+4. a security-sensitive path (``classify.is_security_sensitive``, the risk tier's list) is kept:
+   nothing below may hide it;
+5. a vendored path (``vendor/``, ``third_party/``, ``node_modules/``...) is skipped only when the
+   file was already vendored before this change (modified in place, or renamed from another
+   vendored path): an update to vendored code. A file that is new under ``vendor/`` is
+   hand-written code until proven otherwise, and is reviewed;
+6. database migrations are kept, even when stamped generated (they run against production);
+7. a generated marker (``@generated``, ``DO NOT EDIT``, an ``eslint-disable`` banner) in the first
+   five lines is skipped only when the base side's first five lines carry one too: the file was
+   generated before this change. A new file, or one that gains its marker in this change, is reviewed.
+
+A marker or a vendored path is the author's claim, not a fact: anyone can stamp a file. The
+claims are therefore checked against what the change cannot forge: the base side, rebuilt from
+the patch's old-side lines, and for lines the patch does not show, from ``read_base`` (or the head
+side's unchanged lines). Where the base side cannot be known, the file is reviewed.
 """
 
 from __future__ import annotations
@@ -15,7 +29,8 @@ import re
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 
-from codejury.change.types import FileChange
+from codejury.change.classify import is_security_sensitive
+from codejury.change.types import FileChange, Hunk
 from codejury.findings import SkippedFile
 
 LOCK_FILES = frozenset(
@@ -46,8 +61,8 @@ def is_migration(path: str) -> bool:
     return any(a == "alembic" and b == "versions" for a, b in zip(dirs, dirs[1:], strict=False))
 
 
-def _builtin_noise(fc: FileChange) -> str | None:
-    """The reason a file is noise by name, place or content type, or None."""
+def _not_hand_editable(fc: FileChange) -> str | None:
+    """The reason a file is noise by its kind (no one writes it by hand), or None."""
     base = fc.path.rsplit("/", 1)[-1].lower()
     if base in LOCK_FILES:
         return "lock file"
@@ -57,25 +72,76 @@ def _builtin_noise(fc: FileChange) -> str | None:
         return "bundled asset"
     if base.endswith(".map"):
         return "source map"
-    for part in fc.path.split("/")[:-1]:
-        if part.lower() in VENDORED_DIRS:
-            return f"vendored code ({part}/)"
     if fc.is_binary:
         return "binary file"
     return None
 
 
+def vendored_dir(path: str) -> str | None:
+    """The vendored directory ``path`` lies under (``vendor``, ``node_modules``...), or None."""
+    for part in path.split("/")[:-1]:
+        if part.lower() in VENDORED_DIRS:
+            return part
+    return None
+
+
+def _already_vendored(fc: FileChange) -> bool:
+    """Whether the file was vendored before this change: modified in place, or moved within vendored code."""
+    if fc.status == "modified":
+        return True
+    return fc.status == "renamed" and fc.old_path is not None and vendored_dir(fc.old_path) is not None
+
+
 def head_from_patch(fc: FileChange) -> list[str] | None:
-    """The first new-side lines shown in the patch, when the patch starts at line 1."""
+    """The first new-side lines shown in the patch, as far as it shows them without a gap from line 1."""
     head: list[str] = []
     for hunk in fc.hunks:
         for line in hunk.lines:
             if line.new_no is None:
                 continue
-            if line.new_no > HEAD_LINES:
+            if line.new_no != len(head) + 1 or line.new_no > HEAD_LINES:
                 return head or None
             head.append(line.text)
     return head or None
+
+
+def _hunk_end(hunk: Hunk) -> tuple[int, int]:
+    """The old-side and new-side numbers of the first line after ``hunk`` (a zero-length side
+    starts after the line it names, as unified diff counts)."""
+    old_first = hunk.old_start if hunk.old_len else hunk.old_start + 1
+    new_first = hunk.new_start if hunk.new_len else hunk.new_start + 1
+    return old_first + hunk.old_len, new_first + hunk.new_len
+
+
+def base_head(fc: FileChange, head: Sequence[str] | None, base_text: str | None) -> list[str] | None:
+    """The base side's first lines, or None for a file that is new in this change.
+
+    A line the patch shows on its old side is taken from the patch. A line above every hunk is
+    unchanged, so it is read from ``base_text`` (the base side as the base reader sees it), or
+    from the same line of ``head``. A line between hunks is the unchanged head line it moved to.
+    The list stops at the first line that cannot be known.
+    """
+    if fc.status in ("added", "copied"):
+        return None
+    old_side = {ln.old_no: ln.text for h in fc.hunks for ln in h.lines if ln.old_no is not None}
+    ends = sorted(_hunk_end(h) for h in fc.hunks)
+    base_lines = base_text.splitlines()[:HEAD_LINES] if base_text is not None else None
+    out: list[str] = []
+    for n in range(1, HEAD_LINES + 1):
+        if n in old_side:
+            out.append(old_side[n])
+            continue
+        shift = next((new - old for old, new in reversed(ends) if old <= n), None)
+        if shift is None and base_lines is not None:
+            if n > len(base_lines):
+                break
+            out.append(base_lines[n - 1])
+            continue
+        k = n + (shift or 0)
+        if head is None or not 1 <= k <= len(head):
+            break
+        out.append(head[k - 1])
+    return out
 
 
 def generated_marker(head: Sequence[str]) -> str | None:
@@ -113,7 +179,7 @@ def _first_lines(fc: FileChange, read_head: Callable[[str], str | None] | None) 
     if read_head is not None:
         text = read_head(fc.path)
         if text is not None:
-            return text.splitlines()[:HEAD_LINES]
+            return text.splitlines()
     return head_from_patch(fc)
 
 
@@ -121,17 +187,20 @@ def filter_noise(
     files: Sequence[FileChange],
     *,
     read_head: Callable[[str], str | None] | None = None,
+    read_base: Callable[[str], str | None] | None = None,
     extra_globs: Sequence[str] = (),
 ) -> tuple[list[FileChange], list[SkippedFile]]:
     """Split files into those reviewers see and those skipped, each skipped one with its reason.
 
     ``read_head(path)`` may return the head-side text (at least the first lines) of a file;
-    without it, or when it returns None, the patch's own lines are used.
+    without it, or when it returns None, the patch's own lines are used. ``read_base(path)``
+    may return the base-side text of a file (None: absent or unknown); a generated marker only
+    counts when the base side carries one too.
     """
     kept: list[FileChange] = []
     skipped: list[SkippedFile] = []
     for fc in files:
-        reason = _noise_reason(fc, read_head, extra_globs)
+        reason = _noise_reason(fc, read_head, read_base, extra_globs)
         if reason is None:
             kept.append(fc)
         else:
@@ -139,17 +208,38 @@ def filter_noise(
     return kept, skipped
 
 
+def _security_sensitive(fc: FileChange) -> bool:
+    return any(path is not None and is_security_sensitive(path) for path in (fc.path, fc.old_path))
+
+
 def _noise_reason(
-    fc: FileChange, read_head: Callable[[str], str | None] | None, extra_globs: Sequence[str]
+    fc: FileChange,
+    read_head: Callable[[str], str | None] | None,
+    read_base: Callable[[str], str | None] | None,
+    extra_globs: Sequence[str],
 ) -> str | None:
     glob = _matching_glob(fc.path, extra_globs)
     if glob is not None:
         return f"excluded by config: {glob}"
     if fc.status == "deleted":
         return None
-    reason = _builtin_noise(fc)
-    if reason is not None or is_migration(fc.path):
+    reason = _not_hand_editable(fc)
+    if reason is not None:
         return reason
+    if _security_sensitive(fc):
+        return None
+    vendored = vendored_dir(fc.path)
+    if vendored is not None:
+        return f"vendored code ({vendored}/, already vendored before this change)" if _already_vendored(fc) else None
+    if is_migration(fc.path):
+        return None
     head = _first_lines(fc, read_head)
     marker = generated_marker(head) if head else None
-    return f"generated file (marker '{marker}')" if marker else None
+    if marker is None:
+        return None
+    on_base = read_base is not None and fc.status in ("modified", "renamed")
+    base_text = read_base(fc.old_path or fc.path) if on_base and read_base is not None else None
+    base = base_head(fc, head, base_text)
+    if not base or generated_marker(base) is None:
+        return None
+    return f"generated file (marker '{marker}', already generated before this change)"

@@ -8,28 +8,33 @@
   files) against that merge base;
 - with ``base``/``head`` the range ``merge-base(base, head)..head``.
 
-Git runs as a subprocess with list arguments and user configuration that could change its
-output (colour, external diff tools, prefixes, path quoting) switched off. The head side is
-exported into a temporary directory (unless it is the working tree itself), so the tools
-read exactly the reviewed tree; use the source as a context manager to remove it.
+Git runs through ``change.git.Git`` (neutral configuration, every output capped while it is
+read). The head side is exported into a temporary directory (unless it is the working tree
+itself), so the tools read exactly the reviewed tree; files that cannot be exported (an
+unreadable object, a file over the size cap) are left out and listed in
+``ChangeSet.left_out``, never fatal. Use the source as a context manager to remove the export.
+Every read from outside (the diff, base-side files, stdin) is capped while it is read
+(``bounded_io``).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+from codejury.bounded_io import MAX_DIFF_BYTES, MAX_REPO_TEXT_BYTES, read_path, read_stream
 from codejury.change.diffparse import parse_diff
+from codejury.change.git import Git
+from codejury.change.head_export import export_tree
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, ChangeSource
 from codejury.errors import InputError, SourceError
 
-MAX_DIFF_BYTES = 20 * 1024 * 1024
+__all__ = ["MAX_DIFF_BYTES", "DiffFileSource", "FileBaseReader", "GitBaseReader", "GitSource"]
+
 MAX_COMMITS = 50
 _DEFAULT_BRANCH_CANDIDATES = ("refs/heads/main", "refs/heads/master", "refs/remotes/origin/main",
                               "refs/remotes/origin/master")  # fmt: skip
@@ -37,51 +42,10 @@ _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--src-pref
                "--no-relative", "--ignore-submodules=none")  # fmt: skip
 
 
-def _first_line(text: bytes | str) -> str:
-    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
-    return lines[0] if lines else "no error message"
-
-
-class _Git:
-    """Runs git in one repository; failures become SourceError."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.cwd = cwd
-        self.env = {**os.environ, "LC_ALL": "C", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-        self.env.pop("GIT_DIR", None)
-        self.env.pop("GIT_WORK_TREE", None)
-        self.env.pop("GIT_INDEX_FILE", None)
-
-    def run(self, *args: str, ok: Sequence[int] = (0,), env: dict[str, str] | None = None) -> bytes:
-        """Run ``git args`` and return stdout; raise SourceError on an unexpected exit status."""
-        result = self.result(*args, env=env)
-        if result.returncode not in ok:
-            raise SourceError(f"git {args[0]} failed: {_first_line(result.stderr)}")
-        return result.stdout
-
-    def result(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-        cmd = ["git", "--no-pager", "-c", "core.quotepath=off", "-c", "color.ui=false", *args]
-        try:
-            return subprocess.run(cmd, cwd=self.cwd, env=env or self.env, capture_output=True, check=False)
-        except FileNotFoundError as exc:
-            raise SourceError("git is not installed or not on PATH") from exc
-        except NotADirectoryError as exc:
-            raise SourceError(f"not a directory: {self.cwd}") from exc
-
-    def text(self, *args: str) -> str:
-        return self.run(*args).decode("utf-8", errors="replace").strip()
-
-    def resolve(self, ref: str) -> str | None:
-        """The commit id ``ref`` names, or None."""
-        result = self.result("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-        return result.stdout.decode().strip() if result.returncode == 0 else None
-
-
 class GitBaseReader(BaseReader):
     """Reads files as they are in one commit."""
 
-    def __init__(self, git: _Git, commit: str) -> None:
+    def __init__(self, git: Git, commit: str) -> None:
         self._git = git
         self._commit = commit
 
@@ -89,7 +53,9 @@ class GitBaseReader(BaseReader):
         path = _clean_repo_path(path)
         if not path:
             return None
-        result = self._git.result("cat-file", "blob", f"{self._commit}:{path}")
+        result = self._git.result(
+            "cat-file", "blob", f"{self._commit}:{path}", limit=MAX_REPO_TEXT_BYTES, what=f"base-side file {path}"
+        )  # fmt: skip
         return result.stdout.decode("utf-8", errors="replace") if result.returncode == 0 else None
 
     def list_dir(self, directory: str) -> list[str]:
@@ -141,11 +107,11 @@ class GitSource(ChangeSource):
             raise InputError("--working-tree cannot be combined with --head")
         if not self.repo.is_dir():
             raise SourceError(f"not a directory: {self.repo}")
-        probe = _Git(self.repo).result("rev-parse", "--show-toplevel")
+        probe = Git(self.repo).result("rev-parse", "--show-toplevel")
         if probe.returncode != 0:
             raise SourceError(f"not a git repository: {self.repo}")
         top = Path(probe.stdout.decode("utf-8", errors="replace").strip())
-        git = _Git(top)
+        git = Git(top)
         head_ref = self.head or _current_branch(git)
         head_sha = git.resolve(self.head or "HEAD")
         if head_sha is None:
@@ -163,21 +129,22 @@ class GitSource(ChangeSource):
             )
         merge_base = merge.stdout.decode().strip()
         if self.working_tree:
-            diff = self._working_tree_diff(git, merge_base)
-            root = top
+            files = parse_diff(self._working_tree_diff(git, merge_base))
+            root, left_out = top, {}
         else:
-            diff = git.run("diff", *_DIFF_FLAGS, merge_base, head_sha, "--")
-            root = self._export(git, head_sha)
-        files = parse_diff(diff)
+            diff = git.run("diff", *_DIFF_FLAGS, merge_base, head_sha, "--", **_diff_cap(base_ref, head_ref))
+            files = parse_diff(diff)
+            root = self._tempdir() / "head"
+            left_out = _export(git, head_sha, root)
         meta = _meta(git, merge_base, head_sha, base_ref, head_ref, working_tree=self.working_tree)
-        return ChangeSet(files=files, meta=meta, root=root, base=GitBaseReader(git, merge_base))
+        return ChangeSet(files=files, meta=meta, root=root, base=GitBaseReader(git, merge_base), left_out=left_out)
 
     def _tempdir(self) -> Path:
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="codejury-src-")
         return Path(self._tmp.name)
 
-    def _working_tree_diff(self, git: _Git, merge_base: str) -> bytes:
+    def _working_tree_diff(self, git: Git, merge_base: str) -> bytes:
         """Diff the merge base against the working tree, untracked files included.
 
         Untracked files are staged into a throw-away copy of the index, so the real index
@@ -193,53 +160,25 @@ class GitSource(ChangeSource):
         if not index.is_file():
             git.run("read-tree", "HEAD", env=env)
         git.run("add", "--all", "--", ".", env=env)
-        diff = git.run("diff", *_DIFF_FLAGS, "--cached", merge_base, "--", env=env)
+        diff = git.run("diff", *_DIFF_FLAGS, "--cached", merge_base, "--", env=env, **_diff_cap("", "working tree"))
         tmp_index.unlink(missing_ok=True)
         return diff
 
-    def _export(self, git: _Git, commit: str) -> Path:
-        """Write the files of ``commit`` into a temporary directory (no attributes, no filters)."""
-        dest = self._tempdir() / "head"
-        dest.mkdir()
-        listing = git.run("ls-tree", "-r", "-z", "--full-tree", commit)
-        blobs: list[tuple[str, bytes, str]] = []
-        for entry in listing.split(b"\0"):
-            info, _, raw_name = entry.partition(b"\t")
-            fields = info.split(b" ")
-            if len(fields) == 3 and fields[1] == b"blob" and fields[0] != b"120000":
-                blobs.append((fields[0].decode(), fields[2], raw_name.decode("utf-8", errors="replace")))
-        if not blobs:
-            return dest
-        requests = self._tempdir() / "blobs.txt"
-        requests.write_bytes(b"".join(sha + b"\n" for _, sha, _ in blobs))
-        resolved_dest = dest.resolve()
-        with requests.open("rb") as stdin:
-            proc = subprocess.Popen(
-                ["git", "cat-file", "--batch"], cwd=git.cwd, env=git.env, stdin=stdin,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            assert proc.stdout is not None
-            with proc.stdout as out:
-                for mode, _sha, name in blobs:
-                    header = out.readline().split(b" ")
-                    if len(header) != 3:
-                        proc.kill()
-                        raise SourceError(f"git cat-file failed while exporting {name}")
-                    data = out.read(int(header[2]))
-                    out.read(1)
-                    target = (dest / name).resolve()
-                    if not target.is_relative_to(resolved_dest):
-                        continue
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(data)
-                    if mode == "100755":
-                        target.chmod(0o755)
-            proc.wait()
-        requests.unlink(missing_ok=True)
-        return dest
+
+def _diff_cap(base_ref: str, head_ref: str) -> dict[str, Any]:
+    """The cap on git's diff of the change, and the words that name it."""
+    what = f"the diff of {base_ref}..{head_ref}" if base_ref else f"the diff of the {head_ref}"
+    return {"limit": MAX_DIFF_BYTES, "what": what, "error": InputError}
 
 
-def _current_branch(git: _Git) -> str:
+def _export(git: Git, commit: str, dest: Path) -> dict[str, str]:
+    try:
+        return export_tree(git, commit, dest)
+    except OSError as exc:
+        raise SourceError(f"cannot export the head tree to {dest}: {exc.strerror or exc}") from exc
+
+
+def _current_branch(git: Git) -> str:
     result = git.result("symbolic-ref", "--quiet", "--short", "HEAD")
     if result.returncode == 0:
         return result.stdout.decode("utf-8", errors="replace").strip()
@@ -247,7 +186,7 @@ def _current_branch(git: _Git) -> str:
     return short.stdout.decode().strip() or "HEAD"
 
 
-def _default_branch(git: _Git) -> str:
+def _default_branch(git: Git) -> str:
     """The default branch: origin/HEAD, else main, master, origin/main, origin/master."""
     origin_head = git.result("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
     if origin_head.returncode == 0:
@@ -260,7 +199,7 @@ def _default_branch(git: _Git) -> str:
     raise SourceError("cannot find the default branch (no origin/HEAD, main or master); pass --base")
 
 
-def _meta(git: _Git, merge_base: str, head: str, base_ref: str, head_ref: str, *, working_tree: bool) -> ChangeMeta:
+def _meta(git: Git, merge_base: str, head: str, base_ref: str, head_ref: str, *, working_tree: bool) -> ChangeMeta:
     fields = git.run("log", "-1", "--no-color", "--format=%s%x00%b%x00%an", head).decode("utf-8", "replace")
     subject, body, author = ([*fields.split("\0"), "", ""])[:3]
     log = git.run("log", "--no-color", "-z", f"-n{MAX_COMMITS}", "--format=%s", f"{merge_base}..{head}")
@@ -288,9 +227,11 @@ class FileBaseReader(BaseReader):
         if target is None or not target.is_file():
             return None
         try:
-            return target.read_bytes().decode("utf-8", errors="replace")
+            with target.open("rb") as fh:
+                data = read_stream(fh, MAX_REPO_TEXT_BYTES, f"base-side file {path}", SourceError)
         except OSError:
             return None
+        return data.decode("utf-8", errors="replace")
 
     def list_dir(self, directory: str) -> list[str]:
         target = self._path(directory)
@@ -324,23 +265,5 @@ class DiffFileSource(ChangeSource):
 
     def _read(self) -> bytes:
         if self.path == "-":
-            data = sys.stdin.buffer.read(MAX_DIFF_BYTES + 1)
-            if len(data) > MAX_DIFF_BYTES:
-                raise InputError(f"diff on stdin is larger than {_mb(MAX_DIFF_BYTES)} (over {len(data)} bytes)")
-            return data
-        path = Path(self.path)
-        try:
-            size = path.stat().st_size
-            if size > MAX_DIFF_BYTES:
-                raise InputError(f"diff file {self.path} is {size} bytes, over the {_mb(MAX_DIFF_BYTES)} limit")
-            return path.read_bytes()
-        except FileNotFoundError as exc:
-            raise SourceError(f"diff file not found: {self.path}") from exc
-        except IsADirectoryError as exc:
-            raise SourceError(f"diff file is a directory: {self.path}") from exc
-        except OSError as exc:
-            raise SourceError(f"cannot read diff file {self.path}: {exc.strerror or exc}") from exc
-
-
-def _mb(n: int) -> str:
-    return f"{n // (1024 * 1024)} MB"
+            return read_stream(sys.stdin.buffer, MAX_DIFF_BYTES, "the diff on stdin")
+        return read_path(Path(self.path), MAX_DIFF_BYTES, f"diff file {self.path}", SourceError)

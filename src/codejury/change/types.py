@@ -118,13 +118,27 @@ class ChangeSet:
 
     ``root`` is a directory holding the head side of the repository (the tools read there),
     or None when only a diff is known. ``base`` reads files on the base side (repository
-    config and instructions, which never come from the change itself).
+    config and instructions, which never come from the change itself). ``left_out`` maps the
+    head-side files missing from ``root`` although the head commit has them (an unreadable git
+    object, a file over the size cap) to the reason: the tools see them as missing.
     """
 
     files: tuple[FileChange, ...]
     meta: ChangeMeta = field(default_factory=ChangeMeta)
     root: Path | None = None
     base: BaseReader | None = None
+    left_out: Mapping[str, str] = field(default_factory=dict)
+
+    def left_out_notice(self, shown: int = 5) -> str | None:
+        """One line naming the files left out of ``root`` (the first ``shown``), or None."""
+        if not self.left_out:
+            return None
+        names = sorted(self.left_out)
+        listed = "; ".join(f"{name} ({self.left_out[name]})" for name in names[:shown])
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        count = len(names)
+        noun = "file" if count == 1 else "files"
+        return f"{count} {noun} of the repository left out, missing to the reviewers' tools: {listed}{more}"
 
 
 class BaseReader(ABC):

@@ -6,12 +6,13 @@
 - ``human_comments``: the humans' comments, a ``break glass`` one kept only from a writer.
 - ``thread_replies`` / ``resolved_by_human``: a bot thread's replies and who resolved it.
 - ``checkout_root``: the CI checkout, when its HEAD is the reviewed head commit.
+- ``forge_redactor``: the secrets every body is scrubbed of before it is posted (``safety.scrub_payload``).
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -19,14 +20,21 @@ from typing import ClassVar, Self, TypeVar
 
 from codejury.change.types import FileChange
 from codejury.findings import Review
-from codejury.forges.publish import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply, plan_publish
+from codejury.forges.plan import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply
+from codejury.forges.publish import plan_publish
 from codejury.pipeline import BREAK_GLASS_RE
+from codejury.secrets import Redactor, secret_values
 
 Author = TypeVar("Author")
 
 
+def forge_redactor(env: Mapping[str, str], token: str) -> Redactor:
+    """The run's credentials (``secrets.secret_values``) and the forge token, scrubbed from every body posted."""
+    return Redactor([*secret_values(env), token])
+
+
 class ForgeAdapter:
-    """The base of a ``publish.Forge``: subclasses say who the token is, read and publish."""
+    """The base of a ``plan.Forge``: subclasses say who the token is, read and publish."""
 
     forge_name: ClassVar[str]
     """The forge, as the ``published`` event names it."""

@@ -18,6 +18,11 @@ Untrusted text (model-written titles and bodies, quoted replies, MR titles) goes
   re-emitted by us, fences at column 0 and closed (an unclosed fence ends with the text),
   spans on one line, so none can swallow the rest of the comment.
 - **No marker.** Anything that looks like one of our markers is removed (``markers``).
+- **No secret.** The last step before anything is posted: ``scrub_payload`` replaces every known
+  secret value (``codejury.secrets.Redactor``: the run's credentials and the forge token, in the
+  forms a model could echo them) in every string of the request body, whatever part of the
+  comment or check run it is in, and checks that a body that was safe is still safe after it.
+  The forge clients call it on every write, so no body reaches a forge without it.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from codejury.forges.markers import is_marker_line
 from codejury.render import clean_text, one_line
+from codejury.secrets import Redactor
 
 _FENCE_OPEN = re.compile(r"(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _FENCE_CLOSE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})[ \t]*")
@@ -337,3 +344,26 @@ def _check_tag(tag: str, number: int, depth: dict[str, int]) -> list[str]:
         depth[name] = 0
         return [f"line {number}: {tag} without an opening tag"]
     return []
+
+
+def scrub_secrets(text: str, redactor: Redactor | None) -> str:
+    """``text`` with every secret ``redactor`` knows replaced; ``UnsafeBody`` if that made a safe body unsafe."""
+    if not redactor:
+        return text
+    scrubbed = redactor.redact(text)
+    if scrubbed != text and check_published(scrubbed) and not check_published(text):
+        raise UnsafeBody("refusing to publish: scrubbing a secret left an unsafe body")
+    return scrubbed
+
+
+def scrub_payload(payload: Any, redactor: Redactor | None) -> Any:
+    """A JSON request body with ``scrub_secrets`` applied to every string in it (keys included)."""
+    if not redactor:
+        return payload
+    if isinstance(payload, str):
+        return scrub_secrets(payload, redactor)
+    if isinstance(payload, dict):
+        return {scrub_payload(k, redactor): scrub_payload(v, redactor) for k, v in payload.items()}
+    if isinstance(payload, list | tuple):
+        return [scrub_payload(v, redactor) for v in payload]
+    return payload

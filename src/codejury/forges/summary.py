@@ -11,17 +11,14 @@ the matching rules. Every untrusted string goes through ``safety``, every body t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from codejury.change.types import FileChange
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.forges.markers import SummaryState, summary_marker, with_marker
+from codejury.forges.plan import PlanOptions, PreviousState, PreviousThread, PublishPlan
 from codejury.forges.safety import checked, inline_code, safe_code, safe_line, safe_text
 from codejury.render import SEVERITY_LABELS, format_cost, format_duration, group_by_section, location
 from codejury.render.markdown import VERDICT_HEADLINES
-
-if TYPE_CHECKING:  # publish imports this module to render its plans
-    from codejury.forges.publish import PlanOptions, PreviousState, PreviousThread, PublishPlan
 
 
 def _link(finding: Finding, options: PlanOptions) -> str:
@@ -41,8 +38,10 @@ def _reviewer_lines(review: Review) -> list[str]:
     return out
 
 
-def _details(title: str, items: list[str]) -> list[str]:
-    return ["<details>", f"<summary>{title}</summary>", "", *items, "", "</details>", ""] if items else []
+def _details(title: str, items: list[str], *, open_: bool = False) -> list[str]:
+    """A collapsed list (``open_``: shown unfolded); nothing when ``items`` is empty."""
+    tag = "<details open>" if open_ else "<details>"
+    return [tag, f"<summary>{title}</summary>", "", *items, "", "</details>", ""] if items else []
 
 
 def summary_body(
@@ -75,6 +74,13 @@ def summary_body(
         lines += [f"A break-glass comment by {who} was ignored: it needs Developer access or more.", ""]
     if not review.judged:
         lines += ["**Unjudged:** the coordinator could not run; findings are unchecked and nothing is approved.", ""]
+    unreviewed = review.verdict == "not_reviewed"
+    if unreviewed:
+        lines += [
+            f"**Nothing was reviewed:** no model looked at this change ({len(review.skipped_files)} file(s) "
+            "skipped, listed below with the reason), so codejury does not approve it. A human should review it.",
+            "",
+        ]
     lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
     only = {id(f): reason for f, reason in plan.summary_only}
     findings = [f for _, f in shown]
@@ -83,7 +89,7 @@ def summary_body(
             lines += [f"### {safe_line(title)} ({len(group)})", ""]
             for f in group:
                 lines += _summary_finding(f, only.get(id(f)), options)
-    else:
+    elif not unreviewed:
         lines += ["No open findings.", ""]
     if lingering:
         lines += ["### Still open from an earlier review", ""]
@@ -108,6 +114,7 @@ def summary_body(
     lines += _details(
         f"Files skipped ({len(review.skipped_files)})",
         [f"- {inline_code(s.path)}: {safe_line(s.reason)}" for s in review.skipped_files],
+        open_=unreviewed,
     )
     lines += _details(
         f"Cut to fit the model's context ({len(review.cut_files)}): reviewers saw part or none of these",

@@ -6,26 +6,30 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, Verdict
+from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, SkippedFile, Verdict
 from codejury.judge.dedup import normalise_category
 
 VcsAction = Literal["approve", "unapprove", "block"]
-FailOn = Literal["suggestion", "warning", "critical", "requested_changes", "never"]
+FailOn = Literal["suggestion", "warning", "critical", "unreviewed", "requested_changes", "never"]
 
 VCS_ACTION: dict[Verdict, VcsAction] = {
     "approved": "approve",
     "approved_with_comments": "approve",
     "significant_concerns": "unapprove",
     "requested_changes": "block",
+    "not_reviewed": "unapprove",
 }
 VERDICT_LABELS: dict[Verdict, str] = {
     "approved": "approved",
     "approved_with_comments": "approved with comments",
     "significant_concerns": "significant concerns",
     "requested_changes": "requested changes",
+    "not_reviewed": "not reviewed",
 }
 TRIVIAL_CONFIDENCE = 0.5
 RISK_PATTERN_WARNINGS = 3
+UNREVIEWED_LISTED = 5
+"""How many skipped files a not-reviewed summary names (all are listed in ``skipped_files``)."""
 
 
 def _rubric(findings: Sequence[Finding]) -> Verdict:
@@ -56,10 +60,19 @@ def decide_verdict(findings: Sequence[Finding], *, break_glass: bool = False, ju
 
 
 def should_fail(review: Review, fail_on: FailOn) -> bool:
-    """Whether CI should fail for this review under the ``--fail-on`` threshold."""
+    """Whether CI should fail for this review under the ``--fail-on`` threshold.
+
+    The levels form one ladder, each failing on everything the looser ones fail on:
+    ``never`` < ``requested_changes`` < ``unreviewed`` < ``critical`` < ``warning`` < ``suggestion``.
+    So a ``not_reviewed`` review passes under the default (a lock-file-only bump must not fail
+    CI) and fails from ``unreviewed`` up: a team strict enough to fail on a warning does not
+    let a change that no model looked at through.
+    """
     if review.break_glass or fail_on == "never":
         return False
-    if fail_on == "requested_changes":
+    if review.verdict == "not_reviewed":
+        return fail_on != "requested_changes"
+    if fail_on in ("requested_changes", "unreviewed"):
         return review.verdict == "requested_changes"
     threshold = SEVERITY_RANK[fail_on]
     return any(SEVERITY_RANK.get(f.severity, 0) >= threshold for f in review.findings)
@@ -124,3 +137,25 @@ def summarise(
         would = VERDICT_LABELS[decide_verdict(findings, judged=judged)]
         sentences.append(f"Break glass: approved by a human override (the review alone: {would}).")
     return " ".join(sentences)
+
+
+def summarise_unreviewed(
+    skipped: Sequence[SkippedFile], *, reviewable: int = 0, tier: str = "", break_glass: bool = False
+) -> str:
+    """The summary of a review in which no model looked at anything, saying why.
+
+    ``reviewable`` counts the files the noise filter kept: when it is not zero, no reviewer was
+    enabled for the change's ``tier``.
+    """
+    if reviewable:
+        first = (
+            f"Nothing was reviewed: no reviewer is enabled for a {tier} change "
+            f"({_plural(reviewable, 'reviewable file')}); check the disabled reviewers in the config."
+        )
+    else:
+        shown = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:UNREVIEWED_LISTED])
+        more = f"; and {len(skipped) - UNREVIEWED_LISTED} more" if len(skipped) > UNREVIEWED_LISTED else ""
+        first = f"Nothing was reviewed: every changed file was skipped ({shown}{more})."
+    if break_glass:
+        return f"{first} Break glass: approved by a human override (the review alone: not reviewed)."
+    return f"{first} Nothing is approved; a human should look at this change."

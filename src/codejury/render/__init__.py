@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from codejury.findings import SEVERITY_RANK, Finding, Usage
+from codejury.findings import SEVERITY_RANK, Finding, Review, Usage
 
 SECTION_TITLES: dict[str, str] = {
     "security": "Security",
@@ -54,6 +54,18 @@ def group_by_section(findings: Sequence[Finding]) -> list[tuple[str, list[Findin
         (title, sorted(groups[title], key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line)))
         for title in sorted(groups, key=_section_order)
     ]
+
+
+def not_reviewed_notice(review: Review) -> str | None:
+    """One line saying that no model looked at the change and why (the review's summary), or None
+    when something was reviewed.
+
+    CI formats without a verdict (SARIF, rdjson, Code Quality) carry it as a notice, so a change
+    that nobody reviewed never reads as a clean pass.
+    """
+    if review.verdict != "not_reviewed":
+        return None
+    return f"codejury: {one_line(review.summary) or 'nothing was reviewed.'}"
 
 
 def location(finding: Finding) -> str:

@@ -7,8 +7,9 @@ the Code Climate ones it ignores but other consumers use (``type``, ``categories
 fingerprint is unique (``unique_fingerprints``); the widget compares fingerprints between the
 target branch's report and the merge request's, which is why they do not depend on lines.
 
-The format has no run status. A reviewer that failed, or an unjudged review, becomes a ``major``
-issue with check name ``codejury/reviewer-failed`` or ``codejury/review-unjudged`` located at
+The format has no run status. A reviewer that failed, an unjudged review, or a change nothing
+reviewed (verdict ``not_reviewed``) becomes a ``major`` issue with check name
+``codejury/reviewer-failed``, ``codejury/review-unjudged`` or ``codejury/not-reviewed`` located at
 ``.`` (the repository itself, line 1), with a fingerprint stable across runs: the widget shows it
 as new while the reviewer keeps failing and as resolved once it runs again, instead of a clean
 report.
@@ -22,7 +23,7 @@ from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.fingerprint import unique_fingerprints
-from codejury.render import clean_text, one_line
+from codejury.render import clean_text, not_reviewed_notice, one_line
 
 SEVERITIES: dict[str, str] = {"critical": "critical", "warning": "major", "suggestion": "minor"}
 CATEGORIES: dict[str, str] = {
@@ -91,6 +92,9 @@ def _notices(review: Review) -> list[dict[str, Any]]:
                 "codejury: the coordinator could not run; findings are not checked for false positives.",
             )
         )
+    unreviewed = not_reviewed_notice(review)
+    if unreviewed is not None:
+        notices.append(_notice("codejury/not-reviewed", "change", unreviewed))
     return notices
 
 

@@ -9,9 +9,9 @@ so tests and end-to-end runs can validate output without a ``jsonschema`` depend
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
-from codejury.findings import Finding, Plan, Review, ReviewerReport, Usage
+from codejury.findings import Finding, Plan, Review, ReviewerReport, Usage, Verdict
 
 _USAGE_KEYS = (
     "input_tokens",
@@ -79,6 +79,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "estimated_input_tokens": plan.estimated_input_tokens,
         "estimated_cost_usd": plan.estimated_cost_usd,
         "coordinator_model": plan.coordinator_model,
+        "model_problems": dict(sorted(plan.model_problems.items())),
     }
 
 
@@ -154,7 +155,7 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
         {
             "verdict": {
                 "type": "string",
-                "enum": ["approved", "approved_with_comments", "significant_concerns", "requested_changes"],
+                "enum": list(get_args(Verdict)),
             },
             "tier": _TIER,
             "summary": _STR,
@@ -184,6 +185,7 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "estimated_input_tokens": _NON_NEG_INT,
             "estimated_cost_usd": _NON_NEG_NUM,
             "coordinator_model": _STR,
+            "model_problems": {"type": "object", "additionalProperties": _STR},
         }
     ),
 }

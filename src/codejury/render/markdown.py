@@ -26,6 +26,7 @@ VERDICT_HEADLINES: dict[Verdict, str] = {
     "approved_with_comments": "Approved with comments",
     "significant_concerns": "Significant concerns",
     "requested_changes": "Changes requested",
+    "not_reviewed": "Not reviewed",
 }
 _BACKTICKS = re.compile(r"`+")
 
@@ -74,10 +75,10 @@ def _failed(review: Review) -> list[ReviewerReport]:
     return reports
 
 
-def _skipped(skipped: list[SkippedFile]) -> list[str]:
+def _skipped(skipped: list[SkippedFile], *, open_: bool = False) -> list[str]:
     if not skipped:
         return []
-    lines = ["<details>", f"<summary>Skipped files ({len(skipped)})</summary>", ""]
+    lines = ["<details open>" if open_ else "<details>", f"<summary>Skipped files ({len(skipped)})</summary>", ""]
     lines += [f"- {code_span(s.path)}: {one_line(s.reason)}" for s in skipped]
     return [*lines, "", "</details>", ""]
 
@@ -116,12 +117,19 @@ def render_review_markdown(review: Review) -> str:
             "reported them (not checked for false positives), and the review does not approve on its own.",
             "",
         ]
+    unreviewed = review.verdict == "not_reviewed"
+    if unreviewed:
+        lines += [
+            "> **Not reviewed:** no model looked at this change (see the skipped files below), so it has no "
+            "findings and is not approved. A human should review it.",
+            "",
+        ]
     if review.findings:
         for title, findings in group_by_section(review.findings):
             lines += [f"### {_cell(title)} ({len(findings)})", ""]
             for f in findings:
                 lines += _finding(f)
-    else:
+    elif not unreviewed:
         lines += ["No findings.", ""]
     failed = _failed(review)
     if failed:
@@ -141,7 +149,7 @@ def render_review_markdown(review: Review) -> str:
             f"Cut to fit the model's context (reviewers saw part or none of these): {shown}{more}.",
             "",
         ]
-    lines += _skipped(review.skipped_files)
+    lines += _skipped(review.skipped_files, open_=unreviewed)
     lines += _usage_table(review)
     u = review.usage
     lines.append(
@@ -165,7 +173,16 @@ def render_plan_markdown(plan: Plan) -> str:
         files = ", ".join(code_span(p).replace("|", "\\|") for p in r.files)
         lines.append(f"| {_cell(r.name)} | {_cell(r.model)} | {len(r.files)}{': ' + files if files else ''} |")
     lines += ["", f"**Coordinator:** {code_span(plan.coordinator_model)}", ""]
-    lines += _skipped(plan.skipped_files)
+    if plan.model_problems:
+        lines += ["**Cannot run here:**", ""]
+        lines += [f"- {code_span(m)}: {one_line(why)}" for m, why in sorted(plan.model_problems.items())] + [""]
+    if not plan.reviewers:
+        lines += [
+            "**Nothing to review:** no reviewer would run (every changed file is skipped, or no reviewer is "
+            "enabled), so no model is called and the review's verdict would be *not reviewed*.",
+            "",
+        ]
+    lines += _skipped(plan.skipped_files, open_=not plan.reviewers)
     lines.append(
         f"**Estimate:** {plan.estimated_input_tokens:,} input tokens, about {format_cost(plan.estimated_cost_usd)}."
     )

@@ -7,8 +7,9 @@ over the same lines.
 
 reviewdog parses rdjson with protobuf's strict JSON reader, which rejects unknown fields, so
 nothing outside the format is added. The format has no run status either: a reviewer that failed,
-or an unjudged review, becomes a location-less WARNING diagnostic (code
-``codejury/reviewer-failed`` or ``codejury/review-unjudged``). reviewdog shows those with
+an unjudged review, or a change nothing reviewed (verdict ``not_reviewed``) becomes a
+location-less WARNING diagnostic (code ``codejury/reviewer-failed``, ``codejury/review-unjudged``
+or ``codejury/not-reviewed``). reviewdog shows those with
 ``-filter-mode=nofilter`` or the local reporter, and they count towards ``-fail-level``.
 The format has no fingerprint field: reviewdog computes its own.
 """
@@ -19,7 +20,7 @@ import json
 from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport
-from codejury.render import clean_text, one_line
+from codejury.render import clean_text, not_reviewed_notice, one_line
 
 SEVERITIES: dict[str, str] = {"critical": "ERROR", "warning": "WARNING", "suggestion": "INFO"}
 
@@ -68,6 +69,9 @@ def _notices(review: Review) -> list[dict[str, Any]]:
                 "code": {"value": "codejury/review-unjudged"},
             }
         )
+    unreviewed = not_reviewed_notice(review)
+    if unreviewed is not None:
+        notices.append({"message": unreviewed, "severity": "WARNING", "code": {"value": "codejury/not-reviewed"}})
     return notices
 
 

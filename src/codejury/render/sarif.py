@@ -3,9 +3,11 @@
 One run whose driver is codejury, one rule per finding category, one result per finding with
 the fields GitHub needs (``message.text``, a repository-relative ``artifactLocation.uri``,
 ``region.startLine`` and ``partialFingerprints``, see FORGES.md). A finding's suggested
-replacement becomes a SARIF ``fix``. Reviewers that failed and an unjudged review are reported
-as ``toolExecutionNotifications`` on ``invocations[0]``, with ``executionSuccessful: false``, so
-an upload never reads as a clean, complete analysis when part of the panel did not run.
+replacement becomes a SARIF ``fix``. Reviewers that failed, an unjudged review and a change that
+nothing reviewed (verdict ``not_reviewed``: every file skipped, the skipped files in the
+notification's properties) are reported as ``toolExecutionNotifications`` on ``invocations[0]``,
+with ``executionSuccessful: false``, so an upload never reads as a clean, complete analysis when
+part of the panel, or all of it, did not run.
 Verdict, tier and the other review facts ride in the run's property bag.
 """
 
@@ -18,7 +20,7 @@ from urllib.parse import quote
 from codejury import __version__
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.fingerprint import unique_fingerprints
-from codejury.render import clean_text, one_line
+from codejury.render import clean_text, not_reviewed_notice, one_line
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "codejury/v1"
@@ -26,6 +28,7 @@ LEVELS: dict[str, str] = {"critical": "error", "warning": "warning", "suggestion
 NOTIFICATIONS: list[dict[str, Any]] = [
     {"id": "reviewer-failed", "shortDescription": {"text": "A reviewer failed; its part of the review is missing."}},
     {"id": "review-unjudged", "shortDescription": {"text": "The coordinator could not judge the findings."}},
+    {"id": "not-reviewed", "shortDescription": {"text": "Nothing was reviewed: no model looked at the change."}},
 ]
 """Descriptors of the notifications a run may carry (``driver.notifications``)."""
 
@@ -108,6 +111,16 @@ def _notifications(review: Review) -> list[dict[str, Any]]:
                     "not checked for false positives."
                 },
                 "descriptor": {"id": "review-unjudged"},
+            }
+        )
+    unreviewed = not_reviewed_notice(review)
+    if unreviewed is not None:
+        notes.append(
+            {
+                "level": "warning",
+                "message": {"text": unreviewed},
+                "descriptor": {"id": "not-reviewed"},
+                "properties": {"skippedFiles": [s.model_dump() for s in review.skipped_files]},
             }
         )
     return notes

@@ -32,6 +32,7 @@ VERDICT_STYLES: dict[Verdict, str] = {
     "approved_with_comments": "bold green",
     "significant_concerns": "bold yellow",
     "requested_changes": "bold red",
+    "not_reviewed": "bold yellow",
 }
 SEVERITY_STYLES: dict[str, str] = {"critical": "bold red", "warning": "yellow", "suggestion": "cyan"}
 
@@ -88,8 +89,17 @@ def render_review_terminal(review: Review, console: Console) -> None:
                 "yellow",
             )
         )
+    unreviewed = review.verdict == "not_reviewed"
+    if unreviewed:
+        header.append(
+            Text(
+                "Not reviewed: no model looked at this change (skipped files below); nothing is approved. "
+                "A human should review it.",
+                "yellow",
+            )
+        )
     console.print(Panel(Group(*header), title=f"codejury review · tier {review.tier}", title_align="left"))
-    if not review.findings:
+    if not review.findings and not unreviewed:
         console.print("No findings.")
     for title, findings in group_by_section(review.findings):
         console.rule(Text(f"{one_line(title)} ({len(findings)})", style="bold"), align="left")
@@ -136,6 +146,16 @@ def render_plan_terminal(plan: Plan, console: Console) -> None:
         table.add_row(Text(one_line(r.name)), Text(one_line(r.model)), Text(files))
     console.print(table)
     console.print(Text.assemble(("Coordinator: ", "bold"), one_line(plan.coordinator_model)))
+    for model, why in sorted(plan.model_problems.items()):
+        console.print(Text.assemble(("Cannot run here: ", "bold red"), one_line(model), ("  " + one_line(why), "red")))
+    if not plan.reviewers:
+        console.print(
+            Text(
+                "Nothing to review: no reviewer would run (every changed file is skipped, or no reviewer is "
+                "enabled), so no model is called and the verdict would be 'not reviewed'.",
+                "yellow",
+            )
+        )
     for s in plan.skipped_files:
         console.print(Text.assemble(("Skipped ", "dim"), one_line(s.path), ("  " + one_line(s.reason), "dim")))
     console.print(

@@ -266,9 +266,14 @@ class ResilientModel(WrapperModel):
         *,
         stall: bool,
     ) -> ModelResponse:
-        """Run ``work`` in a task it owns: heartbeats while waiting, killed after ``stall_timeout_s`` of silence."""
-        last_output = self._clock()
-        next_beat = last_output + self.resilience.heartbeat_s
+        """Run ``work`` in a task it owns: heartbeats while waiting, killed after ``stall_timeout_s`` of silence.
+
+        A heartbeat says what the model did since the previous one: silent, "thinking… (Ns since
+        last output)"; streaming output, "writing… (Ns since the request started)". (Saying
+        "thinking… (0s since last output)" of a model that is busy answering told the user nothing.)
+        """
+        started = last_output = last_beat = self._clock()
+        next_beat = started + self.resilience.heartbeat_s
 
         def touch() -> None:
             nonlocal last_output
@@ -291,8 +296,11 @@ class ResilientModel(WrapperModel):
                 if stall and now - last_output >= self.resilience.stall_timeout_s:
                     raise ModelStalled(spec, self.resilience.stall_timeout_s)
                 if now >= next_beat:
-                    self._heartbeat(spec, now - last_output)
-                    next_beat = now + self.resilience.heartbeat_s
+                    if last_output > last_beat:
+                        self._heartbeat(spec, f"model is writing… ({int(now - started)}s since the request started)")
+                    else:
+                        self._heartbeat(spec, f"model is thinking… ({int(now - last_output)}s since last output)")
+                    last_beat, next_beat = now, now + self.resilience.heartbeat_s
         finally:
             if not task.done():
                 task.cancel()
@@ -300,10 +308,10 @@ class ResilientModel(WrapperModel):
             if not task.cancelled():
                 task.exception()  # retrieved: a killed attempt's error is expected
 
-    def _heartbeat(self, spec: str, silent_s: float) -> None:
+    def _heartbeat(self, spec: str, what: str) -> None:
         sink = HEARTBEAT.get()
         if sink is not None:
-            sink(f"{spec}: model is thinking… ({int(silent_s)}s since last output)")
+            sink(f"{spec}: {what}")
 
     # -- helpers ----------------------------------------------------------------------------------
     def _window_allows(self, wait_s: float = 0.0) -> bool:

@@ -1,0 +1,86 @@
+"""The repository tools as the model sees them: async pydantic-ai tools whose answers are fenced.
+
+Each call runs through ``RepoTools.bounded`` (a worker thread with its own budget, stopped when
+the call is cancelled), and what it returns is fenced as data in our boundary tags with our own
+tags removed from it (``prompts.fence``), exactly like the change in the prompt; a refusal
+(``error: ...``) only has our tags removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic_ai import Tool
+
+from codejury.agents.prompts import fence, strip_boundary_tags
+from codejury.agents.sandbox import norm
+from codejury.agents.tools import TOOL_NAMES, RepoTools
+
+
+def fenced(tag: str, text: str, header: str = "") -> str:
+    """A tool's answer as the model sees it: data fenced in ``tag``; a refusal with our tags removed."""
+    if text.startswith("error: "):
+        return strip_boundary_tags(text)
+    return fence(tag, header + text)
+
+
+def _tool_functions(tools: RepoTools) -> dict[str, Callable[..., Awaitable[str]]]:
+    """The functions the model calls, with the docstrings and parameter descriptions it reads."""
+
+    async def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
+        """Read a file of the repository (the new side of the change) with numbered lines.
+
+        Returns at most a few hundred lines per call; a note says how to read further.
+
+        Args:
+            path: Path relative to the repository root, e.g. 'src/app/models.py'.
+            start_line: First line to return (1-based); omit to start at the top.
+            end_line: Last line to return; omit to read as far as allowed.
+        """
+        text = await tools.bounded(lambda budget: tools.read_file(path, start_line, end_line, budget))
+        return fenced("file_content", text, f"file: {norm(path)}\n")
+
+    async def read_patch(path: str) -> str:
+        """Read the patch of one changed file; every line carries its new-side line number.
+
+        Args:
+            path: Path of a changed file, exactly as in the change's file list.
+        """
+        return fenced("patch", tools.read_patch(path), f"file: {norm(path)}\n")
+
+    async def grep(pattern: str, path_glob: str | None = None) -> str:
+        """Search the repository for lines matching a Python regular expression.
+
+        Returns 'path:line: text' lines; results are capped. Use (?i) for case-insensitive search.
+
+        Args:
+            pattern: Python regular expression, e.g. 'def load_config' or 'execute\\(.*%'.
+            path_glob: Optional filter on the path, e.g. '*.py' or 'src/api/*'.
+        """
+        return fenced("tool_result", await tools.bounded(lambda budget: tools.grep(pattern, path_glob, budget)))
+
+    async def list_files(directory: str = ".") -> str:
+        """List a directory of the repository; directories end with '/'.
+
+        Args:
+            directory: Directory relative to the repository root; '.' is the root.
+        """
+        return fenced("tool_result", await tools.bounded(lambda budget: tools.list_files(directory, budget)))
+
+    return {"read_file": read_file, "read_patch": read_patch, "grep": grep, "list_files": list_files}
+
+
+def as_agent_tools(tools: RepoTools, allowed: frozenset[str] = TOOL_NAMES) -> list[Tool[Any]]:
+    """pydantic-ai tools for the names in ``allowed``, in a stable order."""
+    functions = _tool_functions(tools)
+    return [
+        Tool(
+            functions[name],
+            takes_ctx=False,
+            name=name,
+            docstring_format="google",
+            require_parameter_descriptions=True,
+        )
+        for name in sorted(allowed & TOOL_NAMES)
+    ]

@@ -1,0 +1,79 @@
+"""The command line's own files: where the review goes (``-o``, ``--events``), and what waits on stdin.
+
+A review is paid for before it is written, so every path it will be written to is checked first
+(``check_writable``: a missing folder, a directory, a read-only file or file system, a name too
+long), and a write that still fails afterwards (a full disk) is reported as an ``OutputError``
+instead of a traceback. Standard library only: the CLI imports this at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+from pathlib import Path
+
+from codejury.errors import OutputError
+
+SHOWN_PATH_CHARS = 120
+STDIN_WAIT_S = 0.05
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` for a one-line message: a name thousands of characters long is cut in the middle."""
+    text = str(path)
+    if len(text) <= SHOWN_PATH_CHARS:
+        return text
+    half = SHOWN_PATH_CHARS // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"
+
+
+def check_writable(flag: str, path: Path) -> None:
+    """Raise ``OutputError`` unless ``path`` can be written, leaving the file system as it was.
+
+    An existing file is opened for appending (nothing is written); a new one is created in its
+    folder and removed again. Trying beats ``os.access``: root passes every permission check but
+    not a read-only file system, and only an open says whether a name is too long.
+    """
+    where = f"{flag} {shown_path(path)}"
+    try:
+        if path.is_dir():
+            raise OutputError(f"cannot write {where}: it is a directory")
+        if path.exists():
+            with path.open("ab"):
+                return
+        parent = path.parent
+        if not parent.is_dir():
+            reason = "is not a directory" if parent.exists() else "does not exist"
+            raise OutputError(f"cannot write {where}: the folder {shown_path(parent)} {reason}")
+        with path.open("xb"):
+            pass
+        path.unlink()
+    except OSError as exc:
+        raise OutputError(f"cannot write {where}: {exc.strerror or exc}") from exc
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write the rendered review to ``path`` (a full disk, a vanished folder: ``OutputError``)."""
+    try:
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise OutputError(f"cannot write the review to {shown_path(path)}: {exc.strerror or exc}") from exc
+
+
+def piped_stdin_has_data() -> bool:
+    """True when stdin is a pipe or a file, not a terminal, and holds data (a diff piped without ``--diff -``).
+
+    Reads one byte, so call it only when the run is about to stop: an empty or closed stdin (a CI
+    job's ``/dev/null``) and a pipe that stays silent for ``STDIN_WAIT_S`` answer False.
+    """
+    stream = sys.stdin
+    try:
+        if stream is None or stream.isatty():
+            return False
+        fd = stream.fileno()
+        ready, _, _ = select.select([fd], [], [], STDIN_WAIT_S)
+        return bool(ready) and bool(os.read(fd, 1))
+    except (OSError, ValueError):  # no real descriptor (an embedding process, a test runner)
+        return False

@@ -1,0 +1,235 @@
+"""Write the settings reference (``docs/settings.md``) from the config schema, so it cannot drift.
+
+    python -m codejury.config_docs            # rewrite docs/settings.md
+    python -m codejury.config_docs --check    # exit 1 when docs/settings.md is out of date
+
+Every key, its type, default and meaning come from ``config_schema``; the environment variables
+from ``config.ENV_SETTINGS``; the built-in providers from ``models.providers``; the flags from the
+``codejury review`` command itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import click
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from codejury.config import ENV_MODEL, ENV_SETTINGS, FAIL_ON_CHOICES
+from codejury.config_schema import FileTable, ModelsTable, PriceTable, ProviderTable, ReviewerTable, TypeLabel
+
+DEFAULT_PATH = Path("docs/settings.md")
+
+OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("OPENAI_API_KEY", "Key of the built-in `openai` provider; with no model configured, selects OpenAI defaults."),
+    ("ANTHROPIC_API_KEY", "Key of the built-in `anthropic` provider; with no model configured, selects Anthropic."),
+    ("OPENAI_BASE_URL", "Base URL of the built-in `openai` provider (default `https://api.openai.com/v1`)."),
+    ("ANTHROPIC_BASE_URL", "Base URL of the built-in `anthropic` provider (default `https://api.anthropic.com`)."),
+    ("CODEJURY_GITLAB_TOKEN", "GitLab token for `--url` / `--publish` on a merge request."),
+    ("CODEJURY_GITHUB_TOKEN", "GitHub token for `--url` / `--publish` on a pull request (read before GITHUB_TOKEN)."),
+    ("GITHUB_TOKEN", "GitHub token when CODEJURY_GITHUB_TOKEN is not set (a workflow's own token)."),
+    ("CODEJURY_GITHUB_BOT_LOGIN", "The bot's login when CODEJURY_GITHUB_TOKEN belongs to another user."),
+    ("CODEJURY_CACHE_DIR", "Where the embedded model is assembled and cached (default: the user cache dir)."),
+    ("CODEJURY_LOCAL_CTX", "Context window of the embedded model, at least 512 (default 8192)."),
+    ("CODEJURY_DEBUG", "`1`: an internal error (exit 5) prints its traceback."),
+)
+"""Variables codejury reads that are not config keys (keys, tokens, the embedded model)."""
+
+
+def type_label(annotation: Any, metadata: tuple[Any, ...] | list[Any] = ()) -> str:
+    """How the reference names a field's type: a ``TypeLabel`` when it has one, else from the annotation."""
+    for item in metadata:
+        if isinstance(item, TypeLabel):
+            return item.text
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        return type_label(args[0], args[1:])
+    if origin in (Union, types.UnionType):
+        return " or ".join(type_label(a) for a in args if a is not type(None))
+    if origin is dict:
+        value = args[1]
+        return "table of tables" if get_origin(value) is dict or _is_table(value) else f"table of {type_label(value)}"
+    if origin is list:
+        return f"list of {type_label(args[0])}"
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if _is_table(annotation):
+        return "table"
+    return names.get(annotation, "any") if isinstance(annotation, type) else "any"
+
+
+def _is_table(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default_factory is not None or isinstance(info.default, BaseModel):
+        return "—"
+    if info.default is PydanticUndefined:
+        return "required"
+    value = info.default
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if isinstance(value, float) and value.is_integer():
+        return f"`{int(value)}`"
+    return f"`{value}`"
+
+
+def _rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    for name, info in model.model_fields.items():
+        label = type_label(info.annotation, info.metadata)
+        meaning = (info.description or "").replace("|", "\\|")
+        yield f"| `{prefix}{name}` | {label} | {_default(info)} | {meaning} |"
+
+
+def _table(model: type[BaseModel], prefix: str = "") -> list[str]:
+    return ["| key | type | default | meaning |", "|---|---|---|---|", *_rows(model, prefix), ""]
+
+
+def _section(title: str, model: type[BaseModel], example: str) -> list[str]:
+    intro = (model.__doc__ or "").split(": ", 1)[-1].replace("``", "`")
+    return [f"## `{title}`", "", intro[:1].upper() + intro[1:], "", *_table(model), example, ""]
+
+
+def _builtin_providers() -> list[str]:
+    from codejury.models.providers import BUILTIN_PROVIDERS, PROVIDER_KINDS
+
+    lines = [
+        f"Kinds: {', '.join(f'`{k}`' for k in PROVIDER_KINDS)}. Built-in providers (a `[providers.NAME]` "
+        "table with the same name overrides the keys it sets):",
+        "",
+        "| provider | kind | base_url | api_key_env |",
+        "|---|---|---|---|",
+    ]
+    for p in BUILTIN_PROVIDERS.values():
+        where = p.base_url or ("vendor default" if p.kind in ("openai", "anthropic") else "— (in-process)")
+        lines.append(f"| `{p.name}` | {p.kind} | {where} | {p.api_key_env or '—'} |")
+    return [*lines, ""]
+
+
+def _environment() -> list[str]:
+    lines = ["| variable | sets | meaning |", "|---|---|---|"]
+    lines.append(f"| `{ENV_MODEL}` | `models.top`, `models.standard`, `models.light` | One model for every tier. |")
+    for variable, key in ENV_SETTINGS.items():
+        meaning = "`1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`." if key == "reflection" else "As the key."
+        lines.append(f"| `{variable}` | `{key}` | {meaning} |")
+    lines += ["", "Read as well (not config keys):", "", "| variable | meaning |", "|---|---|"]
+    lines += [f"| `{name}` | {meaning} |" for name, meaning in OTHER_ENVIRONMENT]
+    return [*lines, ""]
+
+
+def _flags() -> list[str]:
+    from codejury.cli import cli
+
+    command = cli.commands["review"]
+    lines = ["| flag | value | default | meaning |", "|---|---|---|---|"]
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.hidden:
+            continue
+        flags = ", ".join(f"`{o}`" for o in (*param.opts, *param.secondary_opts))
+        value = "" if param.is_flag else (param.metavar or param.type.name.upper())
+        if isinstance(param.type, click.Choice):
+            value = " \\| ".join(f"`{choice}`" for choice in param.type.choices)
+        shown = param.default if isinstance(param.default, int | float | str) and not param.is_flag else None
+        default = "" if shown is None or isinstance(shown, bool) else f"`{shown}`"
+        meaning = " ".join((param.help or "").split()).replace("|", "\\|")
+        lines.append(f"| {flags} | {value} | {default} | {meaning} |")
+    return [*lines, ""]
+
+
+def render_settings_reference() -> str:
+    """The whole ``docs/settings.md``."""
+    lines = [
+        "# Settings reference",
+        "",
+        "<!-- Generated by `python -m codejury.config_docs` from the config schema: do not edit by hand. -->",
+        "",
+        "Layers, lowest first: built-in defaults < `[tool.codejury]` in `pyproject.toml` or `.codejury.toml`",
+        "(both read from the base side of the change) < `--config FILE` < environment < command-line flags.",
+        "`.codejury.toml` and a `--config` file hold the keys at their top level, or inside `[tool.codejury]`",
+        "as in `pyproject.toml` (so the README's block can be copied as it is).",
+        "",
+        "Every value is checked when codejury starts, `--dry-run` included: a wrong type, an unknown key,",
+        "a negative or non-finite number, a URL that is not http(s) or a malformed `provider:model` string",
+        "stops the run with exit 2 and one line naming the file, the key and what was expected, e.g.",
+        "`.codejury.toml: providers.gw.base_url must be an http:// or https:// URL (got a 'ftp' URL)`.",
+        "",
+        "## Top-level keys",
+        "",
+        *_table(FileTable),
+        f"`fail_on` levels: {', '.join(f'`{c}`' for c in FAIL_ON_CHOICES)}.",
+        "",
+        *_section(
+            "[models]",
+            ModelsTable,
+            '```toml\n[tool.codejury.models]\ntop = "anthropic:claude-opus-4-6"\n```',
+        ),
+        *_section(
+            "[reviewers.NAME]",
+            ReviewerTable,
+            "NAME is a built-in reviewer, a repository reviewer (`.codejury/reviewers/NAME.md`), a plugin's "
+            "reviewer or `coordinator`; a name that matches none is an error once the roster is assembled.\n\n"
+            '```toml\n[tool.codejury.reviewers.security]\nmodel = "openai:gpt-5.1"\n```',
+        ),
+        *_section(
+            "[providers.NAME]",
+            ProviderTable,
+            "Models name their provider: `NAME:model`. `api_key` is refused: keys come from the environment.\n\n"
+            '```toml\n[tool.codejury.providers.gw]\nbase_url = "https://llm.example.com/v1"\n'
+            'api_key_env = "GW_KEY"\n```',
+        ),
+        *_builtin_providers(),
+        *_section(
+            '[prices."provider:model"]',
+            PriceTable,
+            '```toml\n[tool.codejury.prices."ollama:qwen2.5-coder:7b"]\ninput = 0.0\noutput = 0.0\n```',
+        ),
+        "## `[failback]`",
+        "",
+        '`"provider:model" = "provider:older-model"`; `""` ends a chain. Chains stay inside one provider.',
+        "",
+        '```toml\n[tool.codejury.failback]\n"anthropic:claude-opus-4-6" = "anthropic:claude-opus-4-5"\n```',
+        "",
+        "## `[plugins.NAME]`",
+        "",
+        "A plugin's own settings, passed to that plugin only; the plugin checks its keys.",
+        "",
+        "## Environment variables",
+        "",
+        "An empty variable counts as unset.",
+        "",
+        *_environment(),
+        "## Flags of `codejury review`",
+        "",
+        *_flags(),
+    ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    path = Path(next((a for a in args if not a.startswith("--")), DEFAULT_PATH))
+    text = render_settings_reference()
+    if "--check" in args:
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            print(f"{path} is out of date: run python -m codejury.config_docs", file=sys.stderr)
+            return 1
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""The config schema: pydantic models that validate every settings source.
+
+A config file's table (``.codejury.toml``, ``[tool.codejury]``, ``--config``), the ``CODEJURY_*``
+environment variables and the command-line flags that set the same keys all pass through
+``validate_table``: it returns a ``ConfigTable`` or raises one ``ConfigError`` line that names the
+source, the dotted key (``providers.gw.base_url``), what was expected and what was given. The same
+models, with their descriptions, are the settings reference (``python -m codejury.config_docs``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from codejury.errors import ConfigError
+
+_PROVIDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the provider part of "provider:model"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class TypeLabel:
+    """How the settings reference names a constrained type (found in ``Annotated`` metadata)."""
+
+    text: str
+
+
+def _expected(what: str) -> PydanticCustomError:
+    return PydanticCustomError("codejury_expected", "{what}", {"what": what})
+
+
+def _model_string(value: str) -> str:
+    provider, sep, model = value.partition(":")
+    if not sep or not model.strip() or not _PROVIDER.match(provider.strip()):
+        raise _expected("a 'provider:model' string")
+    return value.strip()
+
+
+def _model_string_or_empty(value: str) -> str:
+    return value if value == "" else _model_string(value)
+
+
+def _http_url(value: str) -> str:
+    try:
+        parts = urlsplit(value.strip())
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # an unclosed IPv6 bracket, a port out of range
+        valid = False
+    if not valid:
+        raise _expected("an http:// or https:// URL")
+    return value.strip()
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise _expected("the name of an environment variable (letters, digits, '_')")
+    return value
+
+
+def _provider_name(value: str) -> str:
+    if not _PROVIDER.match(value):
+        raise _expected("a provider name (letters, digits, '.', '-', '_')")
+    return value.lower()  # model strings are matched case-insensitively ("GW:x" → provider "gw")
+
+
+def _fail_on(value: str) -> str:
+    from codejury.config import FAIL_ON_CHOICES  # read at call time: the one list of choices
+
+    if value not in FAIL_ON_CHOICES:
+        raise _expected("one of " + ", ".join(FAIL_ON_CHOICES))
+    return value
+
+
+ModelString = Annotated[str, AfterValidator(_model_string), TypeLabel('"provider:model"')]
+FailbackTarget = Annotated[
+    str, AfterValidator(_model_string_or_empty), TypeLabel('"provider:model", or "" to end the chain')
+]
+HttpUrl = Annotated[str, AfterValidator(_http_url), TypeLabel("http(s) URL")]
+EnvName = Annotated[str, AfterValidator(_env_name), TypeLabel("environment variable name")]
+ProviderName = Annotated[str, AfterValidator(_provider_name), TypeLabel("provider name")]
+Name = Annotated[str, Field(min_length=1), TypeLabel("name")]
+FailOn = Annotated[str, AfterValidator(_fail_on), TypeLabel("fail_on level")]
+Count = Annotated[int, Field(gt=0), TypeLabel("integer > 0")]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), TypeLabel("seconds > 0")]
+SecondsOrZero = Annotated[float, Field(ge=0, allow_inf_nan=False), TypeLabel("seconds ≥ 0")]
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False), TypeLabel("USD per million tokens ≥ 0")]
+Glob = Annotated[str, Field(min_length=1), TypeLabel("glob")]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ModelsTable(_Table):
+    """``[models]``: the model of each tier."""
+
+    top: ModelString | None = Field(default=None, description="The coordinator's model (the judge).")
+    standard: ModelString | None = Field(default=None, description="Code quality, security and performance reviewers.")
+    light: ModelString | None = Field(default=None, description="Documentation, release and AGENTS.md reviewers.")
+
+
+class ReviewerTable(_Table):
+    """``[reviewers.NAME]``: one reviewer (a built-in, a repository or a plugin reviewer, or ``coordinator``)."""
+
+    model: ModelString | None = Field(default=None, description="This reviewer's model, whatever its tier.")
+    enabled: bool | None = Field(
+        default=None, description="false: never run this reviewer; true: run it although an earlier layer said false."
+    )
+
+
+class ProviderTable(_Table):
+    """``[providers.NAME]``: declare a provider (a gateway, a team server) or override a built-in one."""
+
+    kind: Name = Field(
+        default="openai-compatible",
+        description="Wire protocol: openai, anthropic, openai-compatible (a base_url is required) or local.",
+    )
+    base_url: HttpUrl | None = Field(default=None, description="Where the API lives; a built-in provider's by default.")
+    api_key_env: EnvName | None = Field(
+        default=None, description="The environment variable that holds the API key (keys never go in config)."
+    )
+    enabled: bool = Field(default=True, description="false: skip this provider's models along their failback chains.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "api_key" in data:
+            raise PydanticCustomError(
+                "codejury_api_key",
+                "keys never go in config files; set api_key_env to the name of an environment variable",
+            )
+        return data
+
+
+class PriceTable(_Table):
+    """``[prices."provider:model"]``: what a model costs, for cost reports and ``--dry-run`` estimates."""
+
+    input: Price = Field(description="Input tokens.")
+    output: Price = Field(description="Output tokens.")
+    cache_read: Price | None = Field(
+        default=None, description="Cached input tokens read (default: the provider's usual share)."
+    )
+    cache_write: Price | None = Field(
+        default=None, description="Input tokens written to the cache (default: as input)."
+    )
+
+
+class FileTable(_Table):
+    """The codejury table: ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml, or a ``--config`` file."""
+
+    models: ModelsTable = Field(default_factory=lambda: ModelsTable(), description="Model per tier (see [models]).")
+    reviewers: dict[Name, ReviewerTable] = Field(
+        default_factory=dict, description="Per reviewer (see [reviewers.NAME])."
+    )
+    providers: dict[ProviderName, ProviderTable] = Field(
+        default_factory=dict, description="Providers (see [providers.NAME])."
+    )
+    prices: dict[ModelString, PriceTable] = Field(
+        default_factory=dict, description='Prices per model (see [prices."provider:model"]).'
+    )
+    failback: dict[ModelString, FailbackTarget] = Field(
+        default_factory=dict,
+        description='Failback chains, "provider:model" = "provider:older-model"; "" ends a chain. '
+        "Built in: each OpenAI and Anthropic default falls back to its previous generation.",
+    )
+    reflection: bool = Field(
+        default=False, description="Run the reflection pass (reviewers amend each other) before the judge."
+    )
+    fail_on: FailOn = Field(
+        default="requested_changes",
+        description="Exit 1 when the review reaches this level (same choices as --fail-on).",
+    )
+    exclude: list[Glob] = Field(default_factory=list, description="Skip changed files matching these globs.")
+    max_tool_calls: Count = Field(default=25, description="Tool calls one reviewer may make.")
+    max_requests: Count = Field(default=30, description="Model requests one reviewer may make.")
+    max_input_tokens: Count = Field(default=400_000, description="Input tokens one reviewer may spend.")
+    reviewer_timeout_s: Seconds = Field(default=300.0, description="Per reviewer (a reviewer's own timeout_s wins).")
+    overall_timeout_s: Seconds = Field(default=1500.0, description="The whole fan-out of reviewers.")
+    stall_timeout_s: Seconds = Field(default=60.0, description="A model silent this long fails over to its next model.")
+    heartbeat_s: Seconds = Field(default=30.0, description="Interval of the 'model is thinking…' line on stderr.")
+    min_retry_window_s: SecondsOrZero = Field(
+        default=120.0, description="No retry starts with less than this left before the reviewer's deadline."
+    )
+    breaker_failures: Count = Field(default=3, description="Failures in a row that open a model's circuit breaker.")
+    breaker_cooldown_s: Seconds = Field(
+        default=120.0, description="Open breaker: wait this long, then one probe request."
+    )
+    remote_config: str | None = Field(
+        default=None,
+        description="URL of a JSON routing document fetched at start-up (see Remote routing in the README); "
+        '"" turns it off. A document that cannot be fetched or is malformed is one warning.',
+    )
+    plugins: dict[Name, dict[str, Any]] = Field(
+        default_factory=dict, description="[plugins.NAME]: settings a plugin reads (its own keys)."
+    )
+    approve: bool = Field(
+        default=True, description="false: on a forge, publish comments only, never approve or withdraw."
+    )
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a table came from, for error messages: ``where`` (a file, "environment") and how keys read."""
+
+    where: str
+    prefix: str = ""
+    names: Mapping[str, str] | None = None
+    """Dotted key → what the user wrote instead (``CODEJURY_FAIL_ON``, ``--model-for security``)."""
+
+    def key(self, dotted: str) -> str:
+        for known, name in (self.names or {}).items():
+            rest = dotted[len(known) :] if dotted.startswith(known) else None
+            if rest == "" or (rest and rest[0] == "["):  # a flag or a variable names a list as a whole
+                return name
+            if rest and rest[0] == ".":
+                return name + rest
+        return self.prefix + dotted
+
+    def label(self, dotted: str) -> str:
+        return f"{self.where}: {self.key(dotted)}"
+
+
+def validate_table(table: Mapping[str, Any], source: Source) -> FileTable:
+    """Validate one source's table; the first problem becomes one ConfigError line."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source.where}: {source.prefix.rstrip('.') or 'the config'} must be a table")
+    try:
+        return FileTable.model_validate(dict(table))
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc.errors(), source)) from exc
+
+
+def dotted(loc: tuple[str | int, ...]) -> str:
+    """``("prices", "ollama:q:7b", "input")`` → ``prices."ollama:q:7b".input``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            key = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else f'"{part}"'
+            text += f".{key}" if text else key
+    return text
+
+
+def describe_errors(errors: list[ErrorDetails], source: Source) -> str:
+    """One line for pydantic's errors: every unknown key, else the first problem and how many more."""
+    unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+    if unknown:
+        keys = [source.key(dotted(tuple(e["loc"]))) for e in unknown]
+        hint = _did_you_mean(unknown[0]) if len(unknown) == 1 else ""
+        return f"{source.where}: unknown setting(s): {', '.join(keys)}{hint}"
+    first = errors[0]
+    loc = tuple(p for p in first["loc"] if p != "[key]")
+    label = source.label(dotted(loc)) if loc else source.where
+    others = {source.label(dotted(tuple(e["loc"]))) for e in errors[1:]} - {label}
+    more = f" (and {len(others)} more)" if others else ""
+    if first["type"] == "codejury_api_key":
+        return f"{source.label(dotted((*loc, 'api_key')))}: {first['msg']}{more}"
+    if first["type"] == "missing":
+        return f"{label} is required{more}"
+    if "[key]" in first["loc"]:
+        label += ": the name"
+    return f"{label} must be {_expectation(first)} (got {show_value(first['input'])}){more}"
+
+
+def _expectation(error: ErrorDetails) -> str:
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    phrases = {
+        "bool_type": "true or false",
+        "int_type": "a whole number",
+        "float_type": "a number",
+        "string_type": "a string",
+        "dict_type": "a table",
+        "model_type": "a table",
+        "model_attributes_type": "a table",
+        "list_type": "a list",
+        "finite_number": "a finite number",
+        "string_too_short": "a non-empty string",
+    }
+    if kind == "codejury_expected":
+        return str(ctx["what"])
+    if kind in ("greater_than", "greater_than_equal"):
+        bound = ctx.get("gt", ctx.get("ge"))
+        return f"{'greater than' if kind == 'greater_than' else 'at least'} {bound:g}"
+    return phrases.get(kind, error["msg"].removeprefix("Input should be ").removeprefix("Value error, "))
+
+
+def show_value(value: Any) -> str:
+    """A config value as an error message shows it (strings quoted and cut short)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        scheme, sep, _ = value.partition("://")
+        if sep:  # a URL may carry credentials: name its scheme only
+            return f"a {scheme[:12]!r} URL"
+        text = value if len(value) <= 60 else value[:57] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, int | float):
+        return str(value)
+    return type(value).__name__
+
+
+def _did_you_mean(error: ErrorDetails) -> str:
+    *parents, name = error["loc"]
+    model: type[BaseModel] | None = FileTable
+    for part in parents:
+        model = _sub_model(model, str(part))
+    if model is None:
+        return ""
+    close = get_close_matches(str(name), list(model.model_fields), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _sub_model(model: type[BaseModel] | None, part: str) -> type[BaseModel] | None:
+    """The table model one step down ``part`` (through ``dict[str, Table]`` fields)."""
+    if model is None:
+        return None
+    if part in model.model_fields:
+        annotation = model.model_fields[part].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return annotation
+        args = getattr(annotation, "__args__", ())
+        value = args[-1] if args else None
+        return value if isinstance(value, type) and issubclass(value, BaseModel) else None
+    return model if model is not FileTable else None  # a dict key (a provider's name) stays on its table

@@ -1,0 +1,30 @@
+import { Router } from "express";
+
+import { NotFoundError, findUserByEmail, getUserById } from "../users.js";
+
+export const router = Router();
+
+router.get("/users/lookup", async (req, res, next) => {
+  try {
+    const user = await findUserByEmail(String(req.query.email ?? ""));
+    if (!user) {
+      res.status(404).json({ error: "no user with this e-mail" });
+      return;
+    }
+    res.json(user);
+  } catch (err) {
+    next(err);
+  }
+});
+
+router.get("/users/:id", async (req, res, next) => {
+  try {
+    res.json(await getUserById(req.params.id));
+  } catch (err) {
+    if (err instanceof NotFoundError) {
+      res.status(404).json({ error: err.message });
+      return;
+    }
+    next(err);
+  }
+});

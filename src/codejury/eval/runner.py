@@ -1,0 +1,219 @@
+"""Run an eval: every case reviewed exactly as ``codejury review`` reviews it, then scored.
+
+Each case is checked out in a temporary directory and reviewed by a ``codejury review``
+process (the same code path, config layering and flags a user runs; a crash in one case cannot
+take the eval down). Results are cached per case and config hash, so an interrupted eval
+resumes where it stopped. The naive baseline is the same command with ``--baseline naive``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from codejury import __version__
+from codejury.errors import InputError
+from codejury.eval.checkout import checkout
+from codejury.eval.dataset import EvalCase
+from codejury.eval.results import CaseRun, FoundFinding
+
+CASE_TIMEOUT_S = 3600.0
+Mode = str  # "panel" or "naive"
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How every case is reviewed: the ``codejury review`` flags shared by all cases, and where to cache."""
+
+    review_args: tuple[str, ...] = ()
+    """``--config``, ``--model``, ``--model-for`` and ``--plugin`` flags, passed on unchanged."""
+    config_files: tuple[Path, ...] = ()
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    cache_dir: Path | None = None
+    jobs: int = 1
+    case_timeout_s: float = CASE_TIMEOUT_S
+
+
+def builtin_dataset() -> Path:
+    """The bundled golden set (installed with the package)."""
+    return Path(str(resources.files("codejury.eval") / "golden" / "cases.jsonl"))
+
+
+def config_hash(settings: EvalSettings, mode: Mode) -> str:
+    """What decides a review's outcome besides the case: version, flags, config files, prompts, CODEJURY_* env."""
+    digest = hashlib.sha256()
+    parts: list[str] = [__version__, mode, *settings.review_args]
+    parts += [f"{k}={v}" for k, v in sorted(settings.env.items()) if k.startswith("CODEJURY_")]
+    for path in settings.config_files:
+        parts.append(hashlib.sha256(path.read_bytes()).hexdigest())
+    prompts = resources.files("codejury.reviewers") / "prompts"
+    for prompt in sorted(prompts.iterdir(), key=lambda p: p.name):
+        if prompt.name.endswith(".md"):
+            parts.append(hashlib.sha256(prompt.read_bytes()).hexdigest())
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _cache_path(settings: EvalSettings, case: EvalCase, mode: Mode) -> Path | None:
+    if settings.cache_dir is None:
+        return None
+    case_key = hashlib.sha256(case.model_dump_json().encode()).hexdigest()[:16]
+    return settings.cache_dir / config_hash(settings, mode) / f"{case_key}.json"
+
+
+def _load_cached(path: Path | None) -> CaseRun | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return CaseRun.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a torn or old cache entry is simply run again
+
+
+def _store(path: Path | None, run: CaseRun) -> None:
+    if path is None or run.error is not None:  # a failed case is retried on the next run
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(run.model_dump_json(), encoding="utf-8")
+    tmp.replace(path)
+
+
+def changed_lines(repo: Path | None, base: str | None, head: str | None, diff: str | None) -> dict[str, list[int]]:
+    """New-side line numbers the change adds or modifies, per path."""
+    from codejury.change.sources import DiffFileSource, GitSource
+
+    if diff is not None:
+        change = DiffFileSource(diff).load()
+    else:
+        with GitSource(repo or Path.cwd(), base=base, head=head) as source:
+            change = source.load()
+    out: dict[str, list[int]] = {}
+    for f in change.files:
+        lines = [ln.new_no for h in f.hunks for ln in h.lines if ln.kind == "+" and ln.new_no is not None]
+        if lines:
+            out[f.path] = lines
+    return out
+
+
+def review_command(source_args: Sequence[str], output: Path, settings: EvalSettings, mode: Mode) -> list[str]:
+    baseline = ["--baseline", "naive"] if mode == "naive" else []
+    return [
+        sys.executable,
+        "-m",
+        "codejury.cli",
+        "review",
+        *source_args,
+        "--format",
+        "json",
+        "--output",
+        str(output),
+        "--fail-on",
+        "never",
+        *baseline,
+        *settings.review_args,
+    ]
+
+
+def parse_review(case_id: str, data: Mapping[str, Any], wall_s: float, lines: dict[str, list[int]]) -> CaseRun:
+    usage = data.get("usage") or {}
+    return CaseRun(
+        case_id=case_id,
+        verdict=data.get("verdict"),
+        findings=[
+            FoundFinding(
+                path=f["path"],
+                start_line=f["start_line"],
+                end_line=f.get("end_line", f["start_line"]),
+                severity=f.get("severity", "warning"),
+                title=f.get("title", ""),
+                body=f.get("body", ""),
+                reviewer=f.get("reviewer", ""),
+            )
+            for f in data.get("findings", [])
+        ],
+        changed_lines=lines,
+        input_tokens=int(usage.get("input_tokens", 0)),
+        output_tokens=int(usage.get("output_tokens", 0)),
+        cost_usd=float(usage.get("cost_usd", 0.0)),
+        wall_s=round(wall_s, 2),
+    )
+
+
+async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode) -> CaseRun:
+    """Review one case (or take it from the cache); a failure is a failed case, never a crash."""
+    cache = _cache_path(settings, case, mode)
+    if (cached := _load_cached(cache)) is not None:
+        return cached
+    with tempfile.TemporaryDirectory(prefix="codejury-eval-") as tmp:
+        try:
+            run = await _review_in(case, settings, mode, Path(tmp))
+        except InputError as exc:
+            run = CaseRun(case_id=case.id, error=str(exc))
+    _store(cache, run)
+    return run
+
+
+async def _review_in(case: EvalCase, settings: EvalSettings, mode: Mode, tmp: Path) -> CaseRun:
+    if case.diff is not None:
+        source_args: list[str] = ["--diff", case.diff]
+        cwd, lines = tmp, await asyncio.to_thread(changed_lines, None, None, None, case.diff)
+    else:
+        repo, base, head = await asyncio.to_thread(checkout, case, tmp / "repo")
+        source_args = ["--repo", str(repo), "--base", base, "--head", head]
+        cwd, lines = repo, await asyncio.to_thread(changed_lines, repo, base, head, None)
+    output = tmp / "review.json"
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *review_command(source_args, output, settings, mode),
+        cwd=cwd,
+        env={**settings.env, "NO_COLOR": "1"},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(settings.case_timeout_s):
+            _, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return CaseRun(case_id=case.id, error=f"timed out after {settings.case_timeout_s:g} s")
+    wall = time.monotonic() - started
+    if proc.returncode != 0 or not output.is_file():
+        errors = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.startswith("codejury:")]
+        why = errors[-1].removeprefix("codejury: ") if errors else f"exit {proc.returncode}"
+        return CaseRun(case_id=case.id, error=why[:300], wall_s=round(wall, 2))
+    return parse_review(case.id, json.loads(output.read_text(encoding="utf-8")), wall, lines)
+
+
+async def run_all(
+    cases: Sequence[EvalCase],
+    settings: EvalSettings,
+    mode: Mode,
+    on_done: Callable[[EvalCase, CaseRun], None] | None = None,
+) -> list[CaseRun]:
+    """Every case, at most ``settings.jobs`` at a time, in the dataset's order."""
+    gate = asyncio.Semaphore(max(1, settings.jobs))
+
+    async def one(case: EvalCase) -> CaseRun:
+        async with gate:
+            run = await review_case(case, settings, mode)
+        if on_done is not None:
+            on_done(case, run)
+        return run
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one(c)) for c in cases]
+    return [t.result() for t in tasks]

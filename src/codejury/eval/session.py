@@ -1,0 +1,208 @@
+"""One ``codejury eval`` run: load, review (panel and baseline), judge, score, report, gate."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from codejury.errors import ConfigError, InputError
+from codejury.eval.dataset import EvalCase, load_cases
+from codejury.eval.markdown import render
+from codejury.eval.results import CaseRun, report_json, score
+from codejury.eval.runner import EvalSettings, builtin_dataset, run_all
+
+GATED = frozenset({"precision", "recall", "f1", "judged_precision", "judged_recall", "judged_f1", "on_changed_lines"})
+
+
+def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for value in values:
+        name, sep, number = (p.strip() for p in value.partition("="))
+        if not sep or name not in GATED:
+            raise InputError(f"--fail-below expects METRIC=VALUE with METRIC one of {', '.join(sorted(GATED))}")
+        try:
+            out[name] = float(number)
+        except ValueError as exc:
+            raise InputError(f"--fail-below {name}: {number!r} is not a number") from exc
+    return out
+
+
+def _err(msg: str) -> None:
+    click.echo(f"codejury eval: {msg}", err=True)
+
+
+def _review_args(flags: Mapping[str, Any]) -> tuple[str, ...]:
+    args: list[str] = []
+    if flags["config_file"] is not None:
+        args += ["--config", str(Path(flags["config_file"]).resolve())]
+    if flags["model"] is not None:
+        args += ["--model", flags["model"]]
+    for assignment in flags["model_for"]:
+        args += ["--model-for", assignment]
+    for plugin in flags["plugins"]:
+        args += ["--plugin", plugin]
+    return tuple(args)
+
+
+def _uses_embedded_model(env: Mapping[str, str], flags: Mapping[str, Any]) -> bool:
+    """Whether any reviewer would run on the embedded model (which runs one review at a time)."""
+    from codejury.change.types import ChangeSet
+    from codejury.settings_loader import load_settings, parse_assignments
+
+    config = flags["config_file"]
+    text = (str(config), Path(config).read_text(encoding="utf-8")) if config is not None else None
+    settings, _ = load_settings(
+        ChangeSet(files=()),
+        env,
+        cli_model=flags["model"],
+        cli_reviewer_models=parse_assignments(tuple(flags["model_for"]), "--model-for"),
+        config_file_text=text,
+    )
+    specs = [*settings.models.values(), *settings.reviewer_models.values()]
+    return any(spec.partition(":")[0].strip().lower() == "local" for spec in specs)
+
+
+def run_eval(env: dict[str, str], **flags: Any) -> int:
+    """Check every input first (a paid-for eval is never lost to a bad path), run, write, gate."""
+    import asyncio
+
+    from codejury.cli_io import check_writable, write_output
+    from codejury.errors import OutputError
+
+    try:
+        dataset: Path | None = flags["dataset"]
+        if (dataset is None) == (not flags["builtin"]):
+            raise InputError("give a dataset file or --builtin (exactly one)")
+        path = builtin_dataset() if flags["builtin"] else Path(dataset)  # type: ignore[arg-type]
+        thresholds = parse_thresholds(flags["fail_below"])
+        for flag, target in (("--output", flags["output"]), ("--json", flags["json_file"])):
+            if target is not None:
+                check_writable(flag, Path(target))
+        cases = load_cases(path)
+        doc = asyncio.run(_run(env, flags, path, cases))
+    except (InputError, ConfigError) as exc:
+        _err(str(exc))
+        return 2
+    text = render(doc, title=f"codejury eval: {path.name} ({len(cases)} cases)")
+    try:
+        if flags["json_file"] is not None:
+            write_output(Path(flags["json_file"]), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        if flags["output"] is not None:
+            write_output(Path(flags["output"]), text)
+    except OutputError as exc:
+        click.echo(text, nl=False)
+        _err(f"{exc}; the table was printed on stdout instead")
+        return 2
+    if flags["output"] is None:
+        click.echo(text, nl=False)
+    return _gate(doc["overall"], thresholds)
+
+
+async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases: list[EvalCase]) -> dict[str, Any]:
+    if flags["limit"]:
+        cases = cases[: flags["limit"]]
+    jobs = flags["jobs"]
+    if jobs > 1 and _uses_embedded_model(env, flags):
+        _err("the embedded model runs one review at a time: --jobs 1")
+        jobs = 1
+    from platformdirs import user_cache_dir
+
+    settings = EvalSettings(
+        review_args=_review_args(flags),
+        config_files=(Path(flags["config_file"]),) if flags["config_file"] else (),
+        env=env,
+        cache_dir=None if flags["no_cache"] else Path(user_cache_dir("codejury")) / "eval",
+        jobs=jobs,
+    )
+    started = time.monotonic()
+    runs = await _reviews(cases, settings, "panel", "codejury")
+    baseline = await _reviews(cases, settings, "naive", "naive baseline") if flags["baseline"] else None
+    if flags["judge"]:
+        await _judge(cases, [runs, *([baseline] if baseline else [])], flags["judge"], env, flags)
+    doc = report_json(cases, runs, baseline)
+    doc["overall"]["eval_wall_s"] = round(time.monotonic() - started, 1)
+    return doc
+
+
+async def _reviews(cases: Sequence[EvalCase], settings: EvalSettings, mode: str, label: str) -> list[CaseRun]:
+    done = 0
+    cost = 0.0
+    started = time.monotonic()
+
+    def progress(case: EvalCase, run: CaseRun) -> None:
+        nonlocal done, cost
+        done += 1
+        cost += run.cost_usd
+        s = score(case, run)
+        what = f"failed: {run.error}" if run.error else f"{run.verdict}, {s.findings} findings, {s.matched} matched"
+        elapsed = time.monotonic() - started
+        click.echo(
+            f"codejury eval: {label} [{done}/{len(cases)}] {case.id}: {what} "
+            f"({run.wall_s:.0f} s; {elapsed:.0f} s elapsed, ${cost:.4f} so far)",
+            err=True,
+        )
+
+    return await run_all(cases, settings, mode, on_done=progress)
+
+
+async def _judge(
+    cases: Sequence[EvalCase],
+    run_sets: Sequence[list[CaseRun]],
+    spec: str,
+    env: Mapping[str, str],
+    flags: Mapping[str, Any],
+) -> None:
+    """Fill ``accepted`` on every run with the pairs the judge model says are the same problem."""
+    from codejury.eval.judge import judge_pairs
+    from codejury.models.pricing import PriceTable
+    from codejury.models.registry import resolve_model
+
+    model = resolve_model(spec, _providers(flags), env=env)
+    prices = PriceTable({})
+    unanswered = 0
+    for runs in run_sets:
+        for i, (case, run) in enumerate(zip(cases, runs, strict=True)):
+            if run.error is not None:
+                runs[i] = run.model_copy(update={"accepted": []})
+                continue
+            accepted, _, missed = await judge_pairs(run.findings, case.expected, model, prices)
+            unanswered += missed
+            runs[i] = run.model_copy(update={"accepted": sorted(accepted)})
+    if unanswered:
+        _err(f"the judge did not answer {unanswered} pair(s): counted as not the same problem")
+
+
+def _providers(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Built-in providers plus those of --config (a judge on a gateway needs its base_url)."""
+    from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
+
+    providers: dict[str, Any] = dict(BUILTIN_PROVIDERS)
+    config = flags["config_file"]
+    if config is None:
+        return providers
+    from codejury.config import Settings, merge_file_table, read_config_text
+
+    table, prefix = read_config_text(str(config), Path(config).read_text(encoding="utf-8"))
+    settings = merge_file_table(Settings(), table, str(config), prefix=prefix)
+    for name, p in settings.providers.items():
+        providers[name] = ProviderSpec(name, p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)  # type: ignore[arg-type]
+    return providers
+
+
+def _gate(overall: Mapping[str, Any], thresholds: Mapping[str, float]) -> int:
+    missed = []
+    for name, floor in thresholds.items():
+        value = overall.get(name)
+        if value is None or value < floor:
+            missed.append(f"{name} {value if value is not None else 'n/a'} < {floor}")
+    if missed:
+        _err("below threshold: " + "; ".join(missed))
+        return 1
+    if overall.get("failed_cases"):
+        _err(f"{overall['failed_cases']} case(s) failed to review: see the table")
+    return 0

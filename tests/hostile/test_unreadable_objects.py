@@ -1,0 +1,161 @@
+"""Class 10: one unreadable object the change does not touch never fails the whole review.
+
+Real repositories lose objects: a loose object deleted, a pack entry corrupted, a partial clone
+whose promisor remote is gone. The review reads the changed files (``git diff``) and exports the
+rest for the tools; every file it cannot export is left out, named in one warning, and looks
+missing to the tools, and the review runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pydantic_ai import models
+
+from codejury.cli import cli
+from codejury.models import registry
+from tests.fakes.provider_server import FakeProviderServer, ToolCallReply
+from tests.hostile.conftest import Run, run_codejury
+
+WALL_S = 40.0
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@example.com",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    done = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args], cwd=repo, env=env, check=True, capture_output=True
+    )
+    return done.stdout.decode()
+
+
+def make_repo(path: Path) -> Path:
+    """main: app.py and lib/words.txt (a table the change never touches); feature changes app.py."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "lib").mkdir()
+    (path / "app.py").write_text("def f():\n    return 1\n")
+    (path / "lib" / "words.txt").write_text("".join(f"word{i} {i * 7919 % 104729}\n" for i in range(40_000)))
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    git(path, "checkout", "-q", "-b", "feature")
+    (path / "app.py").write_text("def f():\n    return 2\n")
+    git(path, "commit", "-q", "-am", "change f")
+    return path
+
+
+def damage_loose(repo: Path) -> None:
+    sha = git(repo, "rev-parse", "feature:lib/words.txt").strip()
+    (repo / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+
+
+def damage_pack(repo: Path) -> None:
+    git(repo, "repack", "-a", "-d", "-q")
+    sha = git(repo, "rev-parse", "feature:lib/words.txt").strip()
+    (idx,) = (repo / ".git" / "objects" / "pack").glob("*.idx")
+    for row in git(repo, "verify-pack", "-v", str(idx)).splitlines():
+        fields = row.split()
+        if fields and fields[0] == sha:
+            size_in_pack, offset = int(fields[3]), int(fields[4])
+            break
+    pack = idx.with_suffix(".pack")
+    pack.chmod(0o644)
+    with pack.open("r+b") as fh:  # scramble the middle of the compressed entry: its header still reads
+        fh.seek(offset + size_in_pack // 2)
+        fh.write(b"\xff" * 64)
+    result = subprocess.run(["git", "cat-file", "-p", sha], cwd=repo, capture_output=True)
+    assert result.returncode != 0  # git itself cannot read it
+
+
+def partial_clone_without_its_remote(tmp: Path) -> Path:
+    origin = make_repo(tmp / "origin")
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    clone = tmp / "clone"
+    git(tmp, "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{origin}", str(clone))
+    for side in ("origin/main", "origin/feature"):  # the changed file's blobs are here; the rest is not
+        git(clone, "cat-file", "-p", f"{side}:app.py")
+    shutil.rmtree(origin)
+    return clone
+
+
+def plan(repo: Path, *args: str) -> Run:
+    return run_codejury(["review", "--base", "main", "--dry-run", "--format", "json", *args], cwd=repo)
+
+
+def assert_planned_with_one_warning(run: Run, reason: str) -> None:
+    assert run.rc == 0, run.stderr
+    assert "Traceback" not in run.stderr and "cat-file failed" not in run.stderr
+    notes = [line for line in run.stderr.splitlines() if "left out" in line]
+    assert len(notes) == 1, run.stderr
+    assert f"lib/words.txt ({reason})" in notes[0]
+    assert [r["files"] for r in json.loads(run.stdout)["reviewers"]][0] == ["app.py"]
+
+
+@pytest.mark.parametrize("damage", [damage_loose, damage_pack])
+def test_a_lost_object_outside_the_change(tmp_path: Path, damage: object) -> None:
+    repo = make_repo(tmp_path / "repo")
+    damage(repo)  # type: ignore[operator]
+    run = plan(repo)
+    assert_planned_with_one_warning(run, "unreadable git object")
+    run.assert_bounded(WALL_S)
+
+
+def test_a_partial_clone_whose_promisor_remote_is_gone(tmp_path: Path) -> None:
+    clone = partial_clone_without_its_remote(tmp_path)
+    run = run_codejury(
+        ["review", "--base", "origin/main", "--head", "origin/feature", "--dry-run", "--format", "json"], cwd=clone
+    )
+    assert_planned_with_one_warning(run, "not in this partial clone")
+    run.assert_bounded(WALL_S)
+
+
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)
+    registry.clear_model_cache()
+    with FakeProviderServer() as srv:
+        yield srv
+    registry.clear_model_cache()
+
+
+def test_the_review_runs_and_the_tools_see_the_lost_file_as_missing(
+    tmp_path: Path, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    damage_loose(repo)
+    config = tmp_path / "codejury.toml"
+    config.write_text(
+        f'[providers.gw]\nbase_url = "{provider.openai_base_url}"\napi_key_env = "GW_KEY"\n'
+        '[models]\ntop = "gw:big"\nstandard = "gw:mid"\nlight = "gw:mid"\n'
+    )
+    provider.script(
+        "mid",
+        [
+            ToolCallReply([("read_file", {"path": "lib/words.txt"})]),
+            ToolCallReply([("final_result", {"findings": []})]),
+        ],
+    )
+    provider.script("big", [ToolCallReply([("final_result", {"decisions": []})])])
+    monkeypatch.chdir(repo)
+    result = CliRunner(env={"GW_KEY": "k"}).invoke(
+        cli, ["review", "--base", "main", "--config", str(config), "--format", "json"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["verdict"].startswith("approved")
+    assert "lib/words.txt (unreadable git object)" in result.stderr
+    tool_answers = [json.dumps(r.body) for r in provider.requests if r.model == "mid"]
+    assert any("no such file: lib/words.txt" in body for body in tool_answers)

@@ -1,0 +1,193 @@
+"""Layered settings: files (base side, --config), environment and flags, validated by one schema."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codejury import config_docs
+from codejury.change.types import ChangeSet
+from codejury.config import ENV_MODEL, ENV_SETTINGS, Settings, merge_file_table, read_config_text
+from codejury.config_schema import FileTable
+from codejury.errors import ConfigError
+from codejury.plugins import Contributions, assemble
+from codejury.reviewers.roster import load_builtin_reviewers
+from codejury.settings_loader import load_settings, parse_assignments
+from tests.engine_helpers import DictBase
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def change_with(base_files: dict[str, str]) -> ChangeSet:
+    return ChangeSet(files=(), base=DictBase(base_files))
+
+
+def test_layers_apply_in_order_and_only_the_keys_each_sets() -> None:
+    change = change_with(
+        {
+            "pyproject.toml": '[tool.codejury]\nfail_on = "warning"\nmax_requests = 7\n',
+            ".codejury.toml": 'fail_on = "critical"\nreflection = true\n',
+        }
+    )
+    settings, _ = load_settings(
+        change,
+        {"CODEJURY_FAIL_ON": "suggestion"},
+        cli_table={"exclude": ["docs/**"]},
+        config_file_text=("ci.toml", "heartbeat_s = 5\nreflection = false\n"),
+    )
+    assert settings.fail_on == "suggestion"  # environment over both files
+    assert settings.max_requests == 7  # pyproject, untouched by later layers
+    assert settings.reflection is False  # --config over .codejury.toml
+    assert settings.heartbeat_s == 5.0 and settings.exclude == ("docs/**",)
+
+
+def test_tables_merge_per_entry_across_layers() -> None:
+    base = merge_file_table(
+        Settings(),
+        {"providers": {"gw": {"base_url": "https://gw.example/v1"}}, "failback": {"gw:a": "gw:b"}},
+        ".codejury.toml",
+    )
+    merged = merge_file_table(base, {"failback": {"gw:b": ""}, "reviewers": {"docs": {"enabled": False}}}, "ci.toml")
+    assert merged.providers["gw"].base_url == "https://gw.example/v1"
+    assert merged.failback == {"gw:a": "gw:b", "gw:b": None}  # "" ends a chain
+    assert merged.disabled_reviewers == frozenset({"docs"})
+    again = merge_file_table(merged, {"reviewers": {"docs": {"enabled": True}}}, "command line")
+    assert again.disabled_reviewers == frozenset()
+
+
+def test_provider_names_are_matched_like_model_strings() -> None:
+    settings = merge_file_table(Settings(), {"providers": {"TeamGW": {"base_url": "http://10.0.0.1/v1"}}}, "x.toml")
+    assert list(settings.providers) == ["teamgw"]  # "TeamGW:model" parses to provider "teamgw"
+
+
+def test_environment_sets_models_and_the_flag_layer_keeps_that_source() -> None:
+    settings, notice = load_settings(
+        change_with({}), {"CODEJURY_MODEL": "openai:gpt-5-mini"}, cli_table={"fail_on": "never"}
+    )
+    assert notice is None and set(settings.models.values()) == {"openai:gpt-5-mini"}
+    assert settings.model_source == "environment" and settings.fail_on == "never"
+
+
+def test_model_flags_override_every_tier_and_one_reviewer() -> None:
+    settings, _ = load_settings(
+        change_with({}), {}, cli_model="openai:gpt-5-mini", cli_reviewer_models={"security": "anthropic:claude-x"}
+    )
+    assert set(settings.models.values()) == {"openai:gpt-5-mini"}
+    assert settings.reviewer_models == {"security": "anthropic:claude-x"}
+    assert settings.model_source == "command line"
+
+
+@pytest.mark.parametrize(
+    ("text", "table"),
+    [
+        ('[tool.codejury]\nfail_on = "never"\n[tool.ruff]\nline-length = 1\n', {"fail_on": "never"}),
+        ('[project]\nname = "x"\n', {}),
+        ("", {}),
+    ],
+)
+def test_pyproject_contributes_its_tool_codejury_table_only(text: str, table: dict[str, str]) -> None:
+    assert read_config_text("pyproject.toml", text) == (table, "tool.codejury.")
+
+
+def test_a_config_file_may_wrap_its_keys_in_tool_codejury() -> None:
+    wrapped = '[tool.codejury]\nfail_on = "never"\n[tool.codejury.models]\ntop = "openai:gpt-5.1"\n'
+    assert read_config_text("ci/codejury.toml", wrapped) == (
+        {"fail_on": "never", "models": {"top": "openai:gpt-5.1"}},
+        "tool.codejury.",
+    )
+    assert read_config_text("ci/codejury.toml", 'fail_on = "never"\n') == ({"fail_on": "never"}, "")
+
+
+def test_assignments_need_both_sides() -> None:
+    assert parse_assignments(("security = openai:x", "coordinator=a:b"), "--model-for") == {
+        "security": "openai:x",
+        "coordinator": "a:b",
+    }
+    for bad in ("security", "=openai:x", " =openai:x", "security=", "security= "):
+        with pytest.raises(ConfigError, match="--model-for expects NAME=VALUE"):
+            parse_assignments((bad,), "--model-for")
+
+
+def _assemble(settings: Settings) -> None:
+    from codejury.models.providers import BUILTIN_PROVIDERS
+
+    into = Contributions(reviewers=dict(load_builtin_reviewers()), providers=dict(BUILTIN_PROVIDERS))
+    assemble(settings, into)
+
+
+def test_a_built_in_provider_can_be_overridden_with_only_some_keys() -> None:
+    settings = merge_file_table(Settings(), {"providers": {"ollama": {"api_key_env": "OLLAMA_KEY"}}}, "x.toml")
+    _assemble(settings)  # inherits ollama's base_url: no error
+
+
+@pytest.mark.parametrize(
+    ("table", "needle"),
+    [
+        (
+            {"providers": {"gw": {"kind": "grpc", "base_url": "http://h/v1"}}},
+            "x.toml: providers.gw.kind must be one of",
+        ),
+        ({"providers": {"gw": {}}}, "x.toml: providers.gw.base_url is required"),
+        ({"reviewers": {"securty": {"model": "openai:x"}}}, "x.toml: reviewers.securty.model: no reviewer named"),
+        ({"reviewers": {"securty": {"enabled": False}}}, "x.toml: reviewers.securty: no reviewer named"),
+    ],
+)
+def test_provider_kinds_and_reviewer_names_are_checked_when_the_roster_is_assembled(
+    table: dict[str, object], needle: str
+) -> None:
+    settings = merge_file_table(Settings(), table, "x.toml")
+    with pytest.raises(ConfigError) as caught:
+        _assemble(settings)
+    assert str(caught.value).startswith(needle)
+
+
+def test_coordinator_and_real_reviewers_may_be_configured() -> None:
+    table = {"reviewers": {"coordinator": {"model": "openai:a"}, "security": {"model": "openai:b", "enabled": False}}}
+    _assemble(merge_file_table(Settings(), table, "x.toml"))
+
+
+# -- the settings reference -------------------------------------------------------------------------
+
+
+def test_the_committed_settings_reference_is_the_generated_one() -> None:
+    committed = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert committed == config_docs.render_settings_reference(), "run: python -m codejury.config_docs"
+
+
+def test_the_reference_names_every_key_variable_and_flag() -> None:
+    page = config_docs.render_settings_reference()
+    for key in FileTable.model_fields:
+        assert f"`{key}`" in page
+    for key in ("models.top", "base_url", "api_key_env", "kind", "enabled", "cache_read", "--repo", "--model-for"):
+        assert f"`{key}`" in page
+    read_by_code = set()
+    for path in (ROOT / "src" / "codejury").rglob("*.py"):
+        read_by_code |= set(re.findall(r"\bCODEJURY_[A-Z][A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8")))
+    assert {ENV_MODEL, *ENV_SETTINGS} <= read_by_code
+    missing = sorted(v for v in read_by_code if f"`{v}`" not in page)
+    assert not missing, f"environment variables read by codejury but not in docs/settings.md: {missing}"
+
+
+def test_the_readme_links_the_settings_reference() -> None:
+    assert "docs/settings.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_config_docs_check_fails_on_a_stale_page(tmp_path: Path) -> None:
+    page = tmp_path / "settings.md"
+    page.write_text("# stale\n", encoding="utf-8")
+    assert config_docs.main([str(page), "--check"]) == 1
+    assert config_docs.main([str(page)]) == 0
+    assert config_docs.main([str(page), "--check"]) == 0
+
+
+def test_every_scalar_key_reaches_the_settings() -> None:
+    from codejury.config import SCALAR_KEYS
+
+    table: dict[str, object] = {}
+    for key in SCALAR_KEYS:
+        default = FileTable.model_fields[key].default
+        table[key] = (not default) if isinstance(default, bool) else "never" if key == "fail_on" else default + 1
+    settings = merge_file_table(Settings(), table, "x.toml")
+    assert {key: getattr(settings, key) for key in SCALAR_KEYS} == table
