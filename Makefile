@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-install
 
-.PHONY: demo test test-fast lint bench chaos install
+.PHONY: demo test test-fast lint bench chaos install eval-dev eval-golden
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,18 +24,21 @@ demo: $(STAMP)
 	echo "Reviewing the demo change in $$dir (branch feature/reports-search-payments vs main)..." >&2 && \
 	cd $$dir && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
 
-## Run the whole test suite, including the end-to-end tests on the embedded model.
-test: $(STAMP)
+## Lint, then run the whole test suite, including the end-to-end tests on the embedded model.
+test: lint
 	$(VENV)/bin/pytest -q
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not embedded"
 
+## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included).
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
 ## Engine scale and token economy (scripted model), publishing against the fake forges, then the embedded model's timings and recall.
+## Review quality is measured separately (hours on the embedded model): make eval-dev, make eval-golden.
 bench: $(STAMP)
 	$(PY) benchmarks/engine.py
 	$(PY) benchmarks/publish.py
@@ -44,3 +47,17 @@ bench: $(STAMP)
 ## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers.
 chaos: $(STAMP)
 	$(PY) benchmarks/chaos.py
+
+EVAL_DEV ?= ../shared/evalsets/aacr-dev
+
+## codejury vs --baseline naive on the AACR-derived dev set (31 real pull requests): eval-dev.md and eval-dev.json.
+eval-dev: $(STAMP)
+	@if [ -f $(EVAL_DEV)/cases.jsonl ]; then \
+		$(VENV)/bin/codejury eval $(EVAL_DEV)/cases.jsonl --baseline naive --json eval-dev.json -o eval-dev.md; \
+	else \
+		echo "eval-dev: skipped, no $(EVAL_DEV)/cases.jsonl (set EVAL_DEV=DIR)"; \
+	fi
+
+## codejury vs --baseline naive on the bundled golden set (codejury eval --builtin), the quick regression check.
+eval-golden: $(STAMP)
+	$(VENV)/bin/codejury eval --builtin --baseline naive --json eval-golden.json -o eval-golden.md

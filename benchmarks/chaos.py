@@ -27,9 +27,8 @@ KEY = "chaos-key-0000"
 
 
 def settings_for(base_url: str, stall_s: float) -> Any:
-    from tests.fakes.panel_replies import REVIEWERS
-
     from codejury.config import Settings, merge_file_table
+    from codejury.testing.panel_replies import REVIEWERS
 
     names = (*REVIEWERS, "coordinator")
     table: dict[str, Any] = {
@@ -65,11 +64,11 @@ async def one_review(change: Any, settings: Any, events: Any) -> tuple[Any, floa
 
 async def run(reviews: int, seed: int, rate: float) -> None:
     from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
-    from tests.fakes.panel_replies import PATH, healthy
-    from tests.fakes.provider_server import FakeProviderServer, RandomFaults, default_faults
 
     from codejury.models import registry
     from codejury.record.events import EventLog
+    from codejury.testing.panel_replies import PATH, healthy
+    from codejury.testing.provider_server import FakeProviderServer, RandomFaults, default_faults
 
     kinds = [
         "rate_limited",

@@ -44,8 +44,6 @@ def synthetic_diff(n_files: int, lines: int) -> str:
 
 
 async def scale_once(n_files: int, lines: int) -> dict[str, Any]:
-    from tests.fakes.scripted import Final, ScriptedResolver, finding
-
     from codejury.change.diffparse import parse_diff
     from codejury.change.types import ChangeSet
     from codejury.config import Settings
@@ -54,6 +52,7 @@ async def scale_once(n_files: int, lines: int) -> dict[str, Any]:
     from codejury.record.events import EventLog
     from codejury.render.jsonout import review_to_json
     from codejury.render.markdown import render_review_markdown
+    from codejury.testing.scripted import Final, ScriptedResolver, finding
 
     text = synthetic_diff(n_files, lines)
     first = "src/pkg0/module_0.py"

@@ -90,7 +90,7 @@ def inline_threads(gl: Any) -> int:
 
 
 async def gitlab(latency: float) -> None:
-    from tests.fakes.gitlab_server import FakeGitLab
+    from codejury.testing.gitlab import FakeGitLab
 
     # 1. First review, 20 findings (and 5 and 40, to show what the cost grows with).
     for count in (5, 20, 40):
@@ -144,7 +144,7 @@ async def publish_github_once(gh: Any, review: Any, max_inline: int) -> tuple[in
 
 
 def github_fake(latency: float, files: dict[str, tuple[str, str]]) -> Any:
-    from tests.fakes.github_server import FakeGitHub
+    from codejury.testing.github import FakeGitHub
 
     gh = FakeGitHub(GITHUB_REPO, latency_s=latency)
     gh.add_user("alice")
@@ -155,7 +155,7 @@ def github_fake(latency: float, files: dict[str, tuple[str, str]]) -> Any:
 
 
 def bot_threads(gh: Any) -> list[Any]:
-    from tests.fakes.github_server import ACTIONS_LOGIN
+    from codejury.testing.github import ACTIONS_LOGIN
 
     return [t for t in gh.threads(7) if t.comments[0].user == ACTIONS_LOGIN]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic_ai import models
 
-from codejury.resilience import BOARD
+from codejury.resilience import BOARDS
 
 models.ALLOW_MODEL_REQUESTS = False
 
@@ -49,5 +49,5 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "CI_MERGE_REQUEST_IID",
     ):
         monkeypatch.delenv(var, raising=False)
-    BOARD.reset()  # breakers are process-wide: one test's outage must not leak into the next
+    BOARDS.reset()  # breakers are process-wide: one test's outage must not leak into the next
     yield

@@ -14,7 +14,7 @@ from codejury.findings import Plan, Review
 from codejury.pipeline import ReviewOptions, review
 from codejury.record.events import EventLog
 from codejury.reviewers.roster import BUILTIN_REVIEWERS
-from tests.fakes.scripted import ScriptedResolver, Step
+from codejury.testing.scripted import ScriptedResolver, Step
 
 AUTH_OLD = textwrap.dedent(
     """\
@@ -99,12 +99,16 @@ def make_change(
 
 
 def scripted_settings(**changes: Any) -> Settings:
-    """Every reviewer and the coordinator on its own scripted model ('scripted:NAME')."""
+    """Every reviewer and the coordinator on its own scripted model ('scripted:NAME').
+
+    The analyzers are off unless a test turns them on: a test of the panel scripts every model
+    request, and an analyzer hit would add a confirmation request to the owning reviewer's script.
+    """
     names = [*BUILTIN_REVIEWERS, "coordinator"]
     return Settings(
         models={"top": "scripted:top", "standard": "scripted:standard", "light": "scripted:light"},
         reviewer_models={n: f"scripted:{n}" for n in names},
-        **changes,
+        **{"analyzers": False, **changes},
     )
 
 

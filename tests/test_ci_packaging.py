@@ -239,7 +239,7 @@ SCRIPTED_CODEJURY = """\
 import json, os, sys
 sys.path.insert(0, {root!r})
 from codejury import pipeline
-from tests.fakes.scripted import Final, Raw, ScriptedResolver
+from codejury.testing.scripted import Final, Raw, ScriptedResolver
 
 findings = json.loads(os.environ["SCRIPTED_FINDINGS"])
 resolver = ScriptedResolver({{"reviewer": [Final(findings)], "coordinator": [Raw({{"decisions": []}})]}})
@@ -602,8 +602,8 @@ def test_action_review_step_when_codejury_stops_early(stub_bin: Path, checkout: 
 
 async def test_the_verdict_the_action_reads_is_in_the_event_log(tmp_path: Path) -> None:
     """The action's ``verdict`` output comes from the ``review_finished`` event: keep that contract."""
+    from codejury.testing.scripted import Final, Raw, finding
     from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review
-    from tests.fakes.scripted import Final, Raw, finding
 
     path = "app/auth/users.py"
     change = make_change(tmp_path, {path: (AUTH_OLD, AUTH_NEW)})
@@ -629,7 +629,7 @@ NEW = OLD.replace("line 5\n", "line five\n").replace("line 15\n", "line fifteen\
 
 
 def _findings() -> str:
-    from tests.fakes.scripted import finding
+    from codejury.testing.scripted import finding
 
     return json.dumps(
         [
@@ -643,7 +643,7 @@ def test_component_job_publishes_and_writes_the_code_quality_report(
     scripted_bin: Path, checkout: Path, tmp_path: Path
 ) -> None:
     from codejury.forges.markers import parse_summary
-    from tests.fakes.gitlab_server import FakeGitLab
+    from codejury.testing.gitlab import FakeGitLab
 
     script, variables = _component_shell({"extra_args": SCRIPTED_MODEL_ARGS})
     with FakeGitLab() as gl:
@@ -701,7 +701,7 @@ def _github_event(tmp_path: Path, gh: Any, repo: str, head_repo: str) -> dict[st
 def test_action_reviews_a_pull_request_end_to_end(
     scripted_bin: Path, checkout: Path, tmp_path: Path, fork: bool
 ) -> None:
-    from tests.fakes.github_server import ACTIONS_LOGIN, FakeGitHub
+    from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
 
     repo, actions_token, fork_token = "octo/app", "ghs_actions_token_0001", "ghs_fork_token_0002"
     with FakeGitHub(repo) as gh:

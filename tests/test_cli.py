@@ -293,7 +293,7 @@ def test_a_review_prints_a_line_per_stage_on_stderr_and_only_the_review_on_stdou
     from pydantic_ai import models
 
     from codejury.models import registry
-    from tests.fakes.provider_server import FakeProviderServer, ToolCallReply
+    from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 
     finding = {
         "category": "security", "severity": "warning", "path": "app/auth/users.py", "start_line": 10,
@@ -307,6 +307,7 @@ def test_a_review_prints_a_line_per_stage_on_stderr_and_only_the_review_on_stdou
         server.script("*", [ToolCallReply([("final_result", {"findings": []})])])
         config = tmp_path / "codejury.toml"
         config.write_text(
+            "analyzers = false\n"  # the progress lines of the panel, not the analyzers' checks
             f'[providers.gw]\nbase_url = "{server.openai_base_url}"\napi_key_env = "GW_KEY"\n'
             '[models]\ntop = "gw:big"\nstandard = "gw:mid"\nlight = "gw:small"\n'
             '[reviewers.security]\nmodel = "gw:sec"\n'

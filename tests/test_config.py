@@ -11,8 +11,9 @@ from codejury import config_docs
 from codejury.change.types import ChangeSet
 from codejury.config import ENV_MODEL, ENV_SETTINGS, Settings, merge_file_table, read_config_text
 from codejury.config_schema import FileTable
+from codejury.contexts import Contributions
 from codejury.errors import ConfigError
-from codejury.plugins import Contributions, assemble
+from codejury.plugins import assemble
 from codejury.reviewers.roster import load_builtin_reviewers
 from codejury.settings_loader import load_settings, parse_assignments
 from tests.engine_helpers import DictBase
@@ -188,6 +189,7 @@ def test_every_scalar_key_reaches_the_settings() -> None:
     table: dict[str, object] = {}
     for key in SCALAR_KEYS:
         default = FileTable.model_fields[key].default
-        table[key] = (not default) if isinstance(default, bool) else "never" if key == "fail_on" else default + 1
+        other = {"fail_on": "never", "verify": "all"}
+        table[key] = (not default) if isinstance(default, bool) else other[key] if key in other else default + 1
     settings = merge_file_table(Settings(), table, "x.toml")
     assert {key: getattr(settings, key) for key in SCALAR_KEYS} == table

@@ -11,8 +11,8 @@ from codejury.errors import InputError, ReviewFailed
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
 from codejury.render.markdown import render_review_markdown
+from codejury.testing.scripted import Fail, Final, Raw, ToolCall, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
-from tests.fakes.scripted import Fail, Final, Raw, ToolCall, finding
 
 PATH = "app/auth/users.py"  # security-sensitive path: full tier, every specialist runs
 NO_DECISIONS = [Raw({"decisions": []})]

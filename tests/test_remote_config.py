@@ -12,9 +12,9 @@ import pytest
 from codejury import remote_config
 from codejury.config import ProviderSettings
 from codejury.findings import Plan, Review
+from codejury.testing.routing_server import RoutingServer
+from codejury.testing.scripted import Final, Raw
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
-from tests.fakes.routing_server import RoutingServer
-from tests.fakes.scripted import Final, Raw
 
 PATH = "app/auth/users.py"
 

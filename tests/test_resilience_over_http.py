@@ -24,9 +24,8 @@ from codejury.models import registry
 from codejury.pipeline import ReviewOptions, review
 from codejury.record.events import EventLog
 from codejury.resilience import BreakerBoard
-from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
-from tests.fakes.panel_replies import PATH, REVIEWERS, healthy
-from tests.fakes.provider_server import (
+from codejury.testing.panel_replies import PATH, REVIEWERS, healthy
+from codejury.testing.provider_server import (
     DropReply,
     ErrorReply,
     FakeProviderServer,
@@ -36,6 +35,7 @@ from tests.fakes.provider_server import (
     SlowDripReply,
     ToolCallReply,
 )
+from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
 
 KEY = "fault-key-1234"
 
@@ -74,6 +74,7 @@ def settings(server: FakeProviderServer, vendor: str = "openai", **overrides: An
         "min_retry_window_s": 0,
         "reviewer_timeout_s": 20,
         "overall_timeout_s": 60,
+        "analyzers": False,  # resilience of the panel's requests, not the analyzers' confirmation requests
         **overrides,
     }
     return merge_file_table(Settings(), table, "test")
@@ -161,9 +162,7 @@ async def test_an_error_another_model_cannot_fix_fails_the_reviewer_without_fail
 
 
 async def test_retry_after_is_honoured_on_the_same_model(tmp_path: Path, server: FakeProviderServer) -> None:
-    server.script_source(
-        "security-a", lambda i, m: ErrorReply(429, retry_after="1") if i == 0 else healthy(i, m)
-    )
+    server.script_source("security-a", lambda i, m: ErrorReply(429, retry_after="1") if i == 0 else healthy(i, m))
     result, _, took = await run(tmp_path, settings(server))
     sec = reviewer(result, "security")
     assert (sec.status, sec.model) == ("ok", "gw:security-a")

@@ -16,8 +16,8 @@ from pydantic_ai import models
 
 from codejury.cli import cli
 from codejury.models import registry
+from codejury.testing.provider_server import ErrorReply, FakeProviderServer, TokenUsage, ToolCallReply
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
-from tests.fakes.provider_server import ErrorReply, FakeProviderServer, TokenUsage, ToolCallReply
 
 KEY = "gw-secret-key-4242"
 PATH = "app/auth/users.py"
@@ -48,6 +48,7 @@ def run(tmp_path: Path, server: FakeProviderServer, *extra: str) -> tuple[int, s
     (repo / PATH).write_text(AUTH_NEW)
     config = tmp_path / "codejury.toml"
     config.write_text(
+        "analyzers = false\n"  # the wire format under test, not the analyzers' checks
         f'[providers.teamgw]\nbase_url = "{server.openai_base_url}"\napi_key_env = "TEAMGW_KEY"\n'
         '[models]\ntop = "teamgw:big"\nstandard = "teamgw:mid"\nlight = "teamgw:small"\n'
         '[reviewers.security]\nmodel = "teamgw:sec"\n'

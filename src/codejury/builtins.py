@@ -1,16 +1,23 @@
-"""The built-in plugin: providers, the reviewer roster, sources and renderers.
+"""The built-in plugin: providers and their kinds, the reviewer roster, sources, renderers,
+forges and the JSONL recorder.
 
-Registered through the ``codejury`` entry point group like any third-party plugin.
+Registered through the ``codejury`` entry point group like any third-party plugin, through
+the same hooks (``DEFAULT_PLUGINS`` in simonw/llm is the model).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from codejury.contexts import ConfigureContext, PostConfigureContext
 from codejury.hookspecs import hookimpl
-from codejury.plugins import ConfigureContext, PostConfigureContext
+
+if TYPE_CHECKING:
+    from codejury.change.select import SourceOptions
+    from codejury.change.types import ChangeSource
+    from codejury.models.registry import ModelKind
 
 
 @hookimpl
@@ -52,16 +59,43 @@ async def codejury_post_configure(ctx: PostConfigureContext) -> None:
 @hookimpl
 def codejury_register_sources(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """The local git source and the diff-file source."""
-    from codejury.change.sources import DiffFileSource, GitSource
+    register("git", _git_source)
+    register("diff", _diff_source)
 
-    def git(*, repo: Path, base: str | None, head: str | None, working_tree: bool) -> GitSource:
-        return GitSource(repo, base=base, head=head, working_tree=working_tree)
 
-    def diff(*, path: str, root: Path | None) -> DiffFileSource:
-        return DiffFileSource(path, root=root)
+def _git_source(options: SourceOptions) -> ChangeSource:
+    from codejury.change.sources import GitSource
 
-    register("git", git)
-    register("diff", diff)
+    repo = options.repo or Path.cwd()
+    return GitSource(repo, base=options.base, head=options.head, working_tree=options.working_tree)
+
+
+def _diff_source(options: SourceOptions) -> ChangeSource:
+    from codejury.change.sources import DiffFileSource
+    from codejury.errors import InputError
+
+    if options.diff_file is None:
+        raise InputError("--source diff needs --diff FILE ('-' for stdin)")
+    if options.working_tree or options.base or options.head:
+        raise InputError("--diff cannot be combined with --working-tree, --base or --head")
+    return DiffFileSource(options.diff_file, root=options.repo)
+
+
+@hookimpl
+def codejury_register_model_kinds(register: Callable[[str, ModelKind], None]) -> None:
+    """openai, anthropic, openai-compatible (any server speaking OpenAI's API) and local (embedded)."""
+    from codejury.models.registry import BUILTIN_MODEL_KINDS
+
+    for name, kind in BUILTIN_MODEL_KINDS.items():
+        register(name, kind)
+
+
+@hookimpl
+def codejury_register_recorders(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    """The JSONL event log: the run's events and the finished review, appended to a file."""
+    from codejury.record.recorders import jsonl_recorder
+
+    register("jsonl", jsonl_recorder)
 
 
 @hookimpl
@@ -87,3 +121,12 @@ def codejury_register_forges(register: Callable[[str, Any], None]) -> None:
 
     register("github", github.FORGE)
     register("gitlab", gitlab.FORGE)
+
+
+@hookimpl
+def codejury_register_analyzers(register: Callable[[str, Any], None]) -> None:
+    """ruff (Python security and bugbear), detect-secrets (every text file) and our ast-grep rule pack."""
+    from codejury.analyzers import builtin_analyzers
+
+    for name, analyzer in builtin_analyzers().items():
+        register(name, analyzer)

@@ -17,7 +17,6 @@ pydantic and the forges are imported inside the commands, so ``codejury --help``
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import traceback
@@ -30,16 +29,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from codejury import __version__
-from codejury.cli_io import check_writable, piped_stdin_has_data, shown_path, write_output
-from codejury.errors import CodejuryError, ConfigError, InputError, OutputError, ReviewFailed
+from codejury.cli_io import check_writable, piped_stdin_has_data, shown_path
+from codejury.errors import CodejuryError, ConfigError, InputError, InternalError, OutputError, ReviewFailed
 from codejury.eval.command import eval_command
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from codejury.change.types import ChangeSet
     from codejury.config import Settings
-    from codejury.findings import Plan, Review
     from codejury.forges.publish import Forge
     from codejury.pipeline import ReviewOptions
 
@@ -51,6 +49,22 @@ EXIT_CODES = (
     "could not be written (it is printed instead); 3 no reviewer succeeded; 4 forge unavailable; "
     "5 internal error (CODEJURY_DEBUG=1 shows the traceback)."
 )
+
+
+class FormatName(click.ParamType[str]):
+    """A ``--format`` name, checked against the renderer registry once the plugins are loaded
+    (``check_format``): ``--help`` imports no renderer, and a plugin's format is accepted."""
+
+    name = "format"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "FORMAT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip().lower()
+        if not text or text.endswith("-plan"):
+            self.fail(f"{value!r} is not a format name", param, ctx)
+        return text
 
 
 @dataclass(frozen=True)
@@ -72,9 +86,11 @@ class ReviewFlags:
     model_for: tuple[str, ...]
     reflection: bool | None
     exclude: tuple[str, ...]
+    evidence: tuple[str, ...]
     config_file: Path | None
     remote_config: str | None
     plugins: tuple[str, ...]
+    source: str | None = None
     url: str | None = None
     publish: bool = False
     max_inline: int = 20
@@ -130,6 +146,11 @@ def cli() -> None:
 @click.option("--head", "head_ref", metavar="REF", help="Head of the range (default: HEAD).")
 @click.option("--diff", "diff_file", metavar="FILE", help="Review a unified diff file ('-' for stdin) instead of git.")
 @click.option(
+    "--source",
+    metavar="NAME",
+    help="Change source: git or diff (default: diff with --diff, else git), or one a plugin registers.",
+)
+@click.option(
     "--repo",
     "repo_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -139,9 +160,10 @@ def cli() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["markdown", "json", "terminal", "sarif", "rdjson", "codeclimate"]),
+    type=FormatName(),
     default=None,
-    help="Output format (default: terminal on a TTY, markdown otherwise). CI artifacts of a review: "
+    help="Output format: markdown, json, terminal, sarif, rdjson, codeclimate, or one a plugin registers "
+    "(default: terminal on a TTY, markdown otherwise). CI artifacts of a review: "
     "sarif (GitHub code scanning), rdjson (reviewdog), codeclimate (GitLab Code Quality).",
 )
 @click.option("--output", "-o", type=click.Path(path_type=Path), help="Write the review to FILE.")
@@ -169,6 +191,12 @@ def cli() -> None:
 )
 @click.option("--reflection/--no-reflection", default=None, help="Run the reflection pass before the judge.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable.")
+@click.option(
+    "--evidence",
+    multiple=True,
+    metavar="FILE",
+    help="SARIF from a tool you already run (CodeQL, Semgrep, ESLint…), read as analyzer evidence; repeatable.",
+)
 @click.option(
     "--config",
     "config_file",
@@ -215,6 +243,8 @@ def review_command(**flags: Any) -> None:
     except ForgeUnavailable as exc:
         _err(str(exc))
         sys.exit(4)
+    except InternalError:
+        raise  # a bug: one line and exit 5 (``_Commands``)
     except CodejuryError as exc:
         _err(str(exc))
         sys.exit(2)
@@ -230,33 +260,28 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
     _check_flags(f)  # before the heavy imports: a bad flag is answered at once
     if f.url is not None or f.publish:
         return await _review_merge_request(env, f)
+    from codejury.change.select import open_source
     from codejury.findings import Review
     from codejury.judge.verdict import should_fail
     from codejury.pipeline import review
     from codejury.plugins import collect_registry, make_plugin_manager
+    from codejury.publish import OutputPublisher, default_format
 
-    pm = make_plugin_manager(f.plugins)
+    pm = make_plugin_manager(f.plugins)  # once per review: sources, renderers and the pipeline's plugins
     sources = collect_registry(pm, "codejury_register_sources")
     renderers = collect_registry(pm, "codejury_register_renderers")
-    if f.dry_run and f.fmt and f"{f.fmt}-plan" not in renderers:
-        raise InputError(
-            f"--format {f.fmt} renders a review, not a plan: use markdown, json or terminal with --dry-run"
-        )
+    check_format(f, renderers)
     with ExitStack() as stack:
-        if f.diff_file:
-            source = sources["diff"](path=f.diff_file, root=f.repo_dir)
-        else:
-            source = sources["git"](
-                repo=f.repo_dir or Path.cwd(), base=f.base_ref, head=f.head_ref, working_tree=f.working_tree
-            )
+        source: Any = open_source(sources, f)
         if hasattr(source, "__enter__"):
             source = stack.enter_context(source)
         change = _with_stdin_hint(f, source.load)
         settings, opts = _options(change, env, f, stack)
+        output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
+        opts.plugin_manager, opts.publishers = pm, [output]
         result = await review(change, opts)
-    unwritten = _emit(result, _format(f), f.output, renderers)
-    if unwritten is not None:
-        raise unwritten
+    if output.unwritten is not None:
+        raise output.unwritten
     _check_event_log(opts, f)
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
@@ -314,6 +339,8 @@ def _options(
         table["reflection"] = f.reflection
     if f.exclude:
         table["exclude"] = list(f.exclude)
+    if f.evidence:
+        table["evidence"] = [str(Path(p).resolve()) for p in f.evidence]
     if f.remote_config:
         table["remote_config"] = f.remote_config
     config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
@@ -355,8 +382,10 @@ def _check_event_log(opts: ReviewOptions, f: ReviewFlags) -> None:
 
 async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
     """``--url`` / ``--publish``: review a GitLab merge request or a GitHub pull request through its API."""
-    if f.diff_file or f.working_tree or f.base_ref or f.head_ref:
-        raise InputError("--url and --publish review a merge request: drop --diff, --working-tree, --base and --head")
+    if f.diff_file or f.source or f.working_tree or f.base_ref or f.head_ref:
+        raise InputError(
+            "--url and --publish review a merge request: drop --diff, --source, --working-tree, --base and --head"
+        )
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
     return await _review_on_forge(env, f, _forge(f.url, env, f.plugins))
@@ -377,11 +406,15 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
     from codejury.findings import Review
     from codejury.forges.errors import ForgeError
     from codejury.forges.publish import PreviousState, disputes
+    from codejury.forges.publisher import ForgePublisher
     from codejury.judge.verdict import should_fail
     from codejury.pipeline import review
     from codejury.plugins import collect_registry, make_plugin_manager
+    from codejury.publish import OutputPublisher, default_format
 
-    renderers = collect_registry(make_plugin_manager(f.plugins), "codejury_register_renderers")
+    pm = make_plugin_manager(f.plugins)
+    renderers = collect_registry(pm, "codejury_register_renderers")
+    check_format(f, renderers)
     async with open_forge() as forge:
         try:
             with ExitStack() as stack:
@@ -390,41 +423,29 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
                     raise InputError(f"the {forge.noun} has no changes: there is nothing to review")
                 settings, opts = _options(change, env, f, stack)
                 previous = await forge.load_previous() if f.publish else PreviousState()
-                opts.disputes = disputes(previous)
-                try:
-                    result = await review(change, opts)
-                except ReviewFailed as exc:
-                    if f.publish:
-                        await forge.publish_failure(previous, f"no reviewer succeeded ({exc})", forge.head_sha)
-                        if not forge.read_only:
-                            _err(f"posted the failure note on {forge.web_url}")
-                    raise
-                unwritten = _emit(result, _format(f), f.output, renderers)
-                if f.publish and isinstance(result, Review):
-                    plan = await forge.publish_review(
-                        result,
-                        change.files,
-                        previous,
-                        fail_on=settings.fail_on,
-                        approve=settings.approve,
-                        max_inline=f.max_inline,
+                output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
+                publishers: list[Any] = [output]
+                if f.publish:
+                    publishers.append(
+                        ForgePublisher(
+                            forge,
+                            previous,
+                            change.files,
+                            fail_on=settings.fail_on,
+                            approve=settings.approve,
+                            max_inline=f.max_inline,
+                            events=opts.events,
+                            say=_err,
+                        )
                     )
-                    opts.events.emit(
-                        "published",
-                        forge=forge.forge_name,
-                        posted=len(forge.posted),
-                        approval=plan.approval,
-                        break_glass_by=list(forge.break_glass_by),
-                    )
-                    if not forge.read_only:
-                        done = ", ".join(forge.posted) if forge.posted else "nothing new to post"
-                        _err(f"published on {forge.web_url}: {done}")
+                opts.disputes, opts.plugin_manager, opts.publishers = disputes(previous), pm, publishers
+                result = await review(change, opts)
         except ForgeError as exc:
             done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
             message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
             raise type(exc)(message, status=exc.status) from exc
-    if unwritten is not None:  # published all the same: the review was printed on stdout
-        raise unwritten
+    if output.unwritten is not None:  # published all the same: the review was printed on stdout
+        raise output.unwritten
     _check_event_log(opts, f)
     if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
         return 1
@@ -451,37 +472,17 @@ def _read_config(path: Path) -> str:
         raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-def _format(f: ReviewFlags) -> str:
-    """``--format``, or terminal on a TTY (unless writing a file) and markdown otherwise."""
-    return f.fmt or ("terminal" if sys.stdout.isatty() and f.output is None else "markdown")
+def check_format(f: ReviewFlags, renderers: Mapping[str, Any]) -> None:
+    """``--format`` names a registered renderer (for a plan too, with ``--dry-run``), else InputError."""
+    from codejury.publish import default_format
 
-
-def _emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Any]) -> OutputError | None:
-    """Print ``result`` or write it to ``output``; a failed write prints it instead and returns the error."""
-    from rich.console import Console
-
-    from codejury.findings import Review
-
-    key = fmt if isinstance(result, Review) else f"{fmt}-plan"
-    render = renderers[key]
-    if fmt == "terminal":
-        if output is None:
-            render(result, Console())
-            return None
-        buf = io.StringIO()
-        render(result, Console(file=buf, width=100, force_terminal=False, color_system=None))
-        text = buf.getvalue()
-    else:
-        text = render(result)
-    if output is None:
-        click.echo(text)
-        return None
-    try:
-        write_output(output, text)
-    except OutputError as exc:
-        click.echo(text)  # the models were paid for: the review reaches the user all the same
-        return OutputError(f"{exc}; the review was printed on stdout instead")
-    return None
+    fmt = default_format(f.fmt, f.output)
+    if fmt not in renderers:
+        formats = ", ".join(sorted(n for n in renderers if not n.endswith("-plan")))
+        raise InputError(f"--format {fmt}: no such format; formats: {formats} (a plugin's format needs --plugin)")
+    if f.dry_run and f"{fmt}-plan" not in renderers:
+        plans = ", ".join(sorted(n.removesuffix("-plan") for n in renderers if n.endswith("-plan")))
+        raise InputError(f"--format {fmt} renders a review, not a plan: use {plans} with --dry-run")
 
 
 cli.add_command(eval_command)

@@ -1,4 +1,4 @@
-"""Layered configuration → one frozen ReviewConfig.
+"""Layered configuration → frozen Settings → (with the plugins' contributions) one ReviewConfig.
 
 Layers, lowest first: built-in defaults < ``[tool.codejury]`` in pyproject.toml or
 ``.codejury.toml`` (read from the base side of the change, so a change cannot reconfigure
@@ -14,10 +14,15 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from codejury.config_schema import FileTable, Source, dotted, show_value, validate_table
 from codejury.errors import ConfigError
+
+if TYPE_CHECKING:
+    from codejury.models.providers import ProviderSpec
+    from codejury.models.registry import ModelKind
+    from codejury.reviewers.roster import ReviewerSpec
 
 ModelTier = Literal["top", "standard", "light"]
 FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
@@ -98,6 +103,13 @@ class Settings:
     model_source: str = "default"
     approve: bool = _DEFAULT.approve
     """False: on a forge, publish comments only, never approve or withdraw an approval."""
+    verify: str = _DEFAULT.verify
+    """Whose findings a separate call verifies: ``weak`` models', ``all``, or ``off``."""
+    weak_models: tuple[str, ...] = ()
+    """More models (globs) treated as weak, besides those whose profile says so."""
+    evidence: tuple[str, ...] = ()
+    """SARIF files read as analyzer evidence."""
+    analyzers: bool = _DEFAULT.analyzers
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Dotted key → where the user set it (``.codejury.toml: providers.gw.kind``), for later errors."""
 
@@ -111,8 +123,43 @@ class Settings:
         return dotted
 
 
+@dataclass(frozen=True)
+class ReviewConfig:
+    """The assembled configuration of one review: the settings plus what the plugins contributed."""
+
+    settings: Settings
+    reviewers: Mapping[str, ReviewerSpec]
+    providers: Mapping[str, ProviderSpec]
+    prompt_sections: tuple[tuple[str, str], ...] = ()
+    tool_env: Mapping[str, str] = field(default_factory=dict)
+    tool_permissions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    custom_rules: str | None = None
+    repo_instructions: str | None = None
+    notices: tuple[str, ...] = ()
+    model_kinds: Mapping[str, ModelKind] | None = None
+    """Provider kind → how to build its models (``codejury_register_model_kinds``); None: the built-in kinds."""
+
+    def model_for(self, reviewer: str) -> str:
+        """The model string a reviewer (or 'coordinator') runs on."""
+        if reviewer in self.settings.reviewer_models:
+            return self.settings.reviewer_models[reviewer]
+        tier = "top" if reviewer == "coordinator" else self.reviewers[reviewer].tier
+        return self.settings.models[tier]
+
+
 TABLE_KEYS = frozenset(
-    {"models", "reviewers", "providers", "prices", "failback", "exclude", "remote_config", "plugins"}
+    {
+        "models",
+        "reviewers",
+        "providers",
+        "prices",
+        "failback",
+        "exclude",
+        "remote_config",
+        "plugins",
+        "weak_models",
+        "evidence",
+    }
 )
 SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
 """Keys whose value a Settings field of the same name takes as it is (the others are merged or converted)."""
@@ -170,8 +217,9 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
             disabled.discard(name)
         elif entry.enabled is False:
             disabled.add(name)
-    if "exclude" in t.model_fields_set:
-        changes["exclude"] = tuple(t.exclude)
+    for listed in ("exclude", "weak_models", "evidence"):
+        if listed in t.model_fields_set:
+            changes[listed] = tuple(getattr(t, listed))
     if "remote_config" in t.model_fields_set:
         changes["remote_config"] = t.remote_config or None
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
@@ -237,17 +285,23 @@ def _env_bool(variable: str, value: str) -> bool:
     raise ConfigError(f"environment: {variable} must be one of {', '.join(_TRUE + _FALSE)} (got {value[:40]!r})")
 
 
-def check_provider(settings: Settings, name: str, known_kinds: Collection[str], inherited_base_url: str | None) -> None:
-    """A configured provider's kind must be known, and an openai-compatible one needs a base_url."""
+def check_provider(
+    settings: Settings, name: str, known_kinds: Mapping[str, bool], inherited_base_url: str | None
+) -> None:
+    """A configured provider's kind must be registered, and a kind that needs a base_url gets one.
+
+    ``known_kinds``: every registered provider kind → whether its providers need a ``base_url``.
+    """
     provider = settings.providers[name]
     if provider.kind not in known_kinds:
         raise ConfigError(
             f"{settings.origin(f'providers.{name}.kind')} must be one of {', '.join(known_kinds)} "
-            f"(got {provider.kind!r})"
+            f"(got {provider.kind!r}; a plugin's kind needs its plugin loaded)"
         )
-    if provider.kind == "openai-compatible" and not (provider.base_url or inherited_base_url):
+    if known_kinds[provider.kind] and not (provider.base_url or inherited_base_url):
+        article = "an" if provider.kind[:1].lower() in "aeiou" else "a"
         raise ConfigError(
-            f"{settings.origin(f'providers.{name}.base_url')} is required for an openai-compatible provider"
+            f"{settings.origin(f'providers.{name}.base_url')} is required for {article} {provider.kind} provider"
         )
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -121,7 +121,8 @@ class ProviderTable(_Table):
 
     kind: Name = Field(
         default="openai-compatible",
-        description="Wire protocol: openai, anthropic, openai-compatible (a base_url is required) or local.",
+        description="Wire protocol: openai, anthropic, openai-compatible (a base_url is required), local, "
+        "or a kind a plugin registers.",
     )
     base_url: HttpUrl | None = Field(default=None, description="Where the API lives; a built-in provider's by default.")
     api_key_env: EnvName | None = Field(
@@ -203,6 +204,23 @@ class FileTable(_Table):
     )
     approve: bool = Field(
         default=True, description="false: on a forge, publish comments only, never approve or withdraw."
+    )
+    verify: Literal["weak", "all", "off"] = Field(
+        default="weak",
+        description="Check findings with a separate call that sees only the claim and its code: those of weak "
+        "models (the embedded model, weak_models), all, or off. A failed check drops the finding.",
+    )
+    weak_models: list[Glob] = Field(
+        default_factory=list,
+        description='More models to treat as weak, by "provider:model" glob: their findings are verified, and '
+        "their criticals block only with analyzer evidence or a passed verification.",
+    )
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="SARIF files from tools the team already runs, read as analyzer evidence (as --evidence).",
+    )
+    analyzers: bool = Field(
+        default=True, description="Run the built-in analyzers (ruff, secrets, the rule pack) on the changed lines."
     )
 
 

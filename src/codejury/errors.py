@@ -1,21 +1,38 @@
-"""The one exception root of codejury.
+"""The one exception root of codejury, and the whole tree drawn in one place.
 
 Every error a user can cause or meet is a ``CodejuryError``; the CLI prints its message as
-one line and exits non-zero (2 unless its class says otherwise). Third-party errors are
-translated at the boundary with ``raise ... from exc``. Anything else that escapes a command is
-a bug: the CLI reports it in one line as an internal error and exits 5.
+one line and exits 2, unless its class says otherwise (``ReviewFailed`` 3, ``ForgeUnavailable``
+4, ``InternalError`` 5). Third-party errors are translated at the boundary with
+``raise ... from exc``. Anything else that escapes a command is a bug: the CLI reports it in
+one line as an internal error and exits 5. The classes live beside the code that raises them
+(the module is named on the right); a test checks that every exception class in ``src/``
+derives from ``CodejuryError`` and that every public one is drawn here (private control-flow
+exceptions, caught where they are raised, derive from the root and are not drawn).
 
     CodejuryError
-    ├── InputError              bad input from the user: a flag, a ref, a path
-    │   ├── DiffParseError      the unified diff cannot be parsed
-    │   └── SourceError         git or the diff source failed (not a repository, unknown ref)
-    ├── ConfigError             invalid configuration, or a plugin's configure step failed
-    │   └── RoutingError        the remote routing document is unusable (a warning: never fatal)
-    ├── ModelSetupError         a model string cannot be turned into a usable model
-    │   └── EmbeddedModelError  the embedded model is missing, incomplete or corrupted
-    ├── OutputError             the review or its event log could not be written where asked
-    ├── ReviewFailed            no reviewer succeeded: there is no review to publish
-    └── PublishError            a review could not be published to the forge
+    ├── InputError                  bad input from the user: a flag, a ref, a path
+    │   ├── DiffParseError          the unified diff cannot be parsed
+    │   └── SourceError             git or the diff source failed (not a repository, unknown ref)
+    ├── ConfigError                 invalid configuration, or a plugin's configure step failed
+    │   └── RoutingError            the remote routing document is unusable (a warning: never fatal)
+    ├── ModelSetupError             a model string cannot be turned into a usable model
+    │   └── EmbeddedModelError      the embedded model is missing, incomplete or corrupted
+    ├── ModelStalled                a streamed attempt went silent (resilience.errors; fails back)
+    ├── ChainExhausted              every model of a failback chain failed (resilience.errors)
+    ├── AnalyzerSkipped             an analyzer cannot run here; one line, never fatal (analyzers.base)
+    ├── AnalyzerFailed              an analyzer ran and failed; one line, never fatal (analyzers.base)
+    ├── OutputError                 the review or its event log could not be written where asked
+    ├── ReviewFailed                no reviewer succeeded: there is no review to publish (exit 3)
+    ├── ForgeError                  a forge API call failed (forges.errors)
+    │   ├── ForgeAuthError          401/403: the token is invalid or lacks a right
+    │   ├── ForgeRefused            any other 4xx: the forge understood and said no
+    │   │   └── GitHubRefused       ... with GitHub's own list of reasons (forges.github.api)
+    │   └── ForgeUnavailable        429, 5xx or network errors outlasted the retries (exit 4)
+    ├── InternalError               a check that must never fail did: a bug in codejury (exit 5)
+    │   └── UnsafeBody              a planned forge comment failed the safety check (forges.safety)
+    └── TestDoubleError             raised inside codejury.testing's fake servers, never by codejury
+        ├── Refusal                 a fake forge handler answers with an error (testing.github/gitlab)
+        └── GraphQLError            the fake GitHub answers a GraphQL error (testing.github.records)
 """
 
 from __future__ import annotations
@@ -64,5 +81,11 @@ class ReviewFailed(CodejuryError):
     """No reviewer succeeded, so there is no review to publish."""
 
 
-class PublishError(CodejuryError):
-    """A review could not be published to the forge."""
+class InternalError(CodejuryError):
+    """A check that must never fail did: a bug in codejury (the CLI exits 5, never 2)."""
+
+
+class TestDoubleError(CodejuryError):
+    """Raised inside the fake servers of ``codejury.testing`` (control flow of a fake, never a real run)."""
+
+    __test__ = False  # not a pytest test class, despite its name

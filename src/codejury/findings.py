@@ -83,6 +83,12 @@ class Finding(BaseModel):
     body: str
     suggestion: str | None = None
     confidence: float
+    evidence: list[str] = Field(default_factory=list)
+    """The analyzer rules that back the finding, as ``analyzer:rule`` (e.g. ``ruff:S608``)."""
+    verified: bool | None = None
+    """True: a separate verification call confirmed the claim on its code; None: not checked."""
+    advisory: bool = False
+    """Published, but never counted toward a blocking verdict: a weak model's claim nothing verified."""
 
 
 class Usage(BaseModel):
@@ -201,6 +207,8 @@ class Review(BaseModel):
     """Files whose patch was cut or left out of some reviewer's prompt to fit its model's context."""
     replies: list[ReplyVerdict] = Field(default_factory=list)
     """Decisions on human replies that disputed earlier findings (forge re-reviews only; not in the JSON)."""
+    notes: list[str] = Field(default_factory=list)
+    """One line each about what the review could not look at: analyzers skipped or failed, files left out."""
 
 
 class PlannedReviewer(BaseModel):

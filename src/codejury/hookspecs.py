@@ -1,7 +1,10 @@
 """Every plugin hook codejury calls. Built-ins are registered through these same hooks.
 
-Pluggy is synchronous: a hook may return an awaitable, which the core awaits
-(see ``plugins.await_maybe``).
+Lifecycle hooks receive a context (``codejury.contexts``); registration hooks receive a
+``register(name, thing)`` callable (simonw/llm's ``register_models(register)`` shape), where a
+later plugin's name overrides an earlier one's. Pluggy is synchronous: a hook may return an
+awaitable, which the core awaits (see ``plugins.await_maybe``). Plugin authors import
+everything from ``codejury.plugin``.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from codejury.plugins import BootstrapContext, ConfigureContext, PostConfigureContext
+    from codejury.contexts import BootstrapContext, ConfigureContext, PostConfigureContext
+    from codejury.models.registry import ModelKind
 
 hookspec = pluggy.HookspecMarker("codejury")
 hookimpl = pluggy.HookimplMarker("codejury")
@@ -35,12 +39,27 @@ def codejury_post_configure(ctx: PostConfigureContext) -> Awaitable[None] | None
 
 @hookspec
 def codejury_register_sources(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    """Register change sources by name (e.g. 'git', 'diff')."""
+    """Register change sources: name -> factory(**options) -> object with ``load() -> ChangeSet`` ('git', 'diff')."""
 
 
 @hookspec
 def codejury_register_renderers(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    """Register review renderers by format name (e.g. 'markdown', 'json', 'terminal')."""
+    """Register renderers: ``--format`` name -> function(Review) -> str ('markdown', 'json'; 'NAME-plan' for plans)."""
+
+
+@hookspec
+def codejury_register_model_kinds(register: Callable[[str, ModelKind], None]) -> None:
+    """Register provider kinds: name -> ``ModelKind`` (how to build a model for a ``[providers.X] kind = name``)."""
+
+
+@hookspec
+def codejury_register_analyzers(register: Callable[[str, Any], None]) -> None:
+    """Register analyzers: name -> object with ``async analyze(change: ChangeSet) -> list[Evidence]``."""
+
+
+@hookspec
+def codejury_register_recorders(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    """Register recorders: name -> factory(settings) -> object with ``record(review, events)`` and ``close()``."""
 
 
 @hookspec

@@ -25,8 +25,8 @@ from typing import Any
 import httpx2
 
 from codejury.bounded_io import human_size, read_async
+from codejury.contexts import PostConfigureContext
 from codejury.errors import RoutingError
-from codejury.plugins import PostConfigureContext
 
 __all__ = ["FETCH_TIMEOUT_S", "MAX_BYTES", "Routing", "RoutingError", "fetch_routing", "parse_routing"]
 

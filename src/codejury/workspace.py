@@ -1,7 +1,9 @@
 """The review workspace: one numbered patch file per changed file, plus one shared context file.
 
-Reviewers get the paths and read what their domain needs; the change's context is written
-once instead of being copied into every prompt. Every patch line that exists on the new
+Reviewers read what their domain needs from it: the ``read_patch`` tool reads the patch files
+and ``read_change_context`` the shared context file (``workspace_stage``); models that take the
+change inline get it assembled from the same files. The change's context is written once instead
+of being copied into every prompt. Every patch line that exists on the new
 side carries its new-side line number, because small models cannot count lines and a
 finding is only useful on the right line::
 
@@ -17,11 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codejury.change.types import ChangeSet, FileChange, Hunk
+
+if TYPE_CHECKING:
+    from codejury.agents.runner import ChangeContext
+    from codejury.runstate import ReviewRun
 
 PATCH_DIR = "patches"
 CONTEXT_FILE = "context.md"
@@ -110,3 +119,43 @@ def build_workspace(
     context_file = dest / CONTEXT_FILE
     context_file.write_text(shared_context, encoding="utf-8", errors="replace", newline="\n")
     return Workspace(root=dest, patch_dir=patch_dir, context_file=context_file, patch_paths=patch_paths)
+
+
+class PatchFiles(Mapping[str, str]):
+    """The workspace's patch files as ``path -> numbered patch``, each read from disk when asked for."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+
+    def __getitem__(self, path: str) -> str:
+        return self._workspace.patch_text(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._workspace.patch_paths)
+
+    def __len__(self) -> int:
+        return len(self._workspace.patch_paths)
+
+
+@contextmanager
+def workspace_stage(run: ReviewRun, shared_context: str) -> Iterator[ChangeContext]:
+    """Write the workspace (a temporary directory unless the caller chose one) and give the reviewers
+    what they read from it: the shared context file, and the patch files through their tools."""
+    from codejury.agents.runner import ChangeContext
+    from codejury.agents.tools import RepoTools
+    from codejury.reviewers.roster import shared_rules
+
+    with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
+        dest = run.options.workspace_dir or Path(tmp)
+        workspace = build_workspace(run.change, dest, shared_context=shared_context, files=run.selection.kept)
+        run.events.emit("workspace", path=str(workspace.root), patches=len(workspace.patch_paths))
+        patches = PatchFiles(workspace)
+        yield ChangeContext(
+            files=run.selection.kept,
+            title=run.change.meta.title,
+            shared_context=workspace.context_file.read_text(encoding="utf-8"),
+            patches=[(f.path, patches[f.path]) for f in run.selection.kept],
+            tools=RepoTools(run.change.root, patches),
+            shared_rules=shared_rules(),
+            sections=run.config.prompt_sections,
+        )

@@ -6,9 +6,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from codejury.errors import InputError
 from codejury.eval.dataset import EvalCase, ExpectedComment
+from codejury.eval.markdown import render
 from codejury.eval.results import CaseRun, FoundFinding, overall_json, report_json
 from codejury.eval.scoring import max_matching, percentile, prf, score_case
+from codejury.eval.session import _gate as gate
+from codejury.eval.session import parse_thresholds
 
 
 @dataclass(frozen=True)
@@ -123,3 +127,116 @@ def test_overall_is_micro_averaged_and_counts_a_failed_case() -> None:
     doc = report_json(cases, runs, baseline=runs)
     assert doc["cases"][0]["matches"][0]["expected"] == "n"
     assert doc["baseline"]["overall"] == overall
+
+
+def test_range_overlap_edges_and_containment() -> None:
+    expected = [At("a.py", 20, 25)]
+    cases = [
+        (At("a.py", 10, 18), False),  # ends 2 lines before: outside the slack
+        (At("a.py", 10, 19), True),  # ends 1 line before
+        (At("a.py", 26, 40), True),  # starts 1 line after
+        (At("a.py", 27, 40), False),
+        (At("a.py", 22, 23), True),  # inside
+        (At("a.py", 1, 100), True),  # around
+    ]
+    for finding, hit in cases:
+        assert score_case([finding], expected).matched == int(hit), finding
+
+
+def test_one_finding_over_two_comments_is_matched_once() -> None:
+    s = score_case([At("a.py", 1, 50)], [At("a.py", 10, 10), At("a.py", 40, 40)])
+    assert s.matched == 1
+    precision, recall, f1 = s.ratios()
+    assert (precision, recall) == (1.0, 0.5)
+    assert f1 == pytest.approx(2 / 3)
+
+
+def test_findings_on_a_clean_change_only_lower_precision() -> None:
+    clean = score_case([At("a.py", 3, 3), At("a.py", 9, 9)], [])
+    assert (clean.findings, clean.expected, clean.matched) == (2, 0, 0)
+    assert clean.ratios() == (0.0, 0.0, 0.0)
+    cases = [_case("hit", "Go", ("a.go", 5, 5, "bug")), _case("clean", "Go")]
+    runs = [
+        CaseRun(case_id="hit", verdict="approved", findings=[FoundFinding(path="a.go", start_line=5, end_line=5)]),
+        CaseRun(
+            case_id="clean",
+            verdict="approved",
+            findings=[
+                FoundFinding(path="b.go", start_line=1, end_line=1),
+                FoundFinding(path="b.go", start_line=9, end_line=9),
+            ],
+        ),
+    ]
+    overall = overall_json(cases, runs)
+    assert (overall["precision"], overall["recall"]) == (round(1 / 3, 4), 1.0)
+    assert overall["findings_per_case"] == 1.5
+
+
+def test_known_false_positives_take_no_slack_and_changed_lines_need_a_plus_line() -> None:
+    s = score_case(
+        [At("a.py", 11, 11), At("a.py", 12, 14), At("a.py", 20, 20)],
+        [],
+        changed_lines={"a.py": {14}},
+        known_false_positives=[At("a.py", 12, 12)],
+    )
+    assert s.known_false_positive_hits == 1  # 11 is next to the known false positive, not on it
+    assert s.on_changed_lines == 1  # only 12-14 reaches the changed line 14
+
+
+def test_a_case_without_findings_has_no_changed_line_share_and_a_failed_case_no_verdict() -> None:
+    cases = [_case("one", "Go", ("a.go", 1, 1, "bug"))]
+    runs = [CaseRun(case_id="one", error="timed out after 3600 s", wall_s=3600)]
+    doc = report_json(cases, runs)
+    assert doc["overall"]["on_changed_lines"] is None
+    assert doc["overall"]["wall_p50_s"] is None  # a failed case's time is not a review's time
+    assert doc["overall"]["blocking_share"] == 0.0
+    case = doc["cases"][0]
+    assert (case["verdict"], case["error"], case["recall"], case["on_changed_lines"]) == (
+        None,
+        "timed out after 3600 s",
+        0.0,
+        None,
+    )
+
+
+def test_judged_scores_appear_only_when_every_case_was_judged() -> None:
+    cases = [_case("one", "Go", ("a.go", 5, 5, "bug")), _case("two", "Go", ("b.go", 5, 5, "bug"))]
+    hit = [FoundFinding(path="a.go", start_line=5, end_line=5)]
+    judged = [
+        CaseRun(case_id="one", verdict="approved", findings=hit, accepted=[(0, 0)]),
+        CaseRun(case_id="two", error="no reviewer succeeded", accepted=[]),  # a failed case is judged empty
+    ]
+    overall = overall_json(cases, judged)
+    assert (overall["judged_matched"], overall["judged_precision"], overall["judged_recall"]) == (1, 1.0, 0.5)
+    unjudged = [judged[0], judged[1].model_copy(update={"accepted": None})]
+    assert "judged_f1" not in overall_json(cases, unjudged)
+
+
+def test_the_markdown_table_puts_the_baseline_beside_and_names_each_scoring() -> None:
+    cases = [_case("one", "Go", ("a.go", 5, 5, "bug"))]
+    panel = [
+        CaseRun(
+            case_id="one",
+            verdict="approved_with_comments",
+            wall_s=3,
+            findings=[FoundFinding(path="a.go", start_line=5, end_line=5, title="Nil map | write", body="b")],
+            accepted=[(0, 0)],
+        )
+    ]
+    naive = [CaseRun(case_id="one", error="no reviewer succeeded (naive: boom)")]
+    table = render(report_json(cases, panel, naive))
+    assert "| metric | codejury | naive baseline |" in table
+    assert "| F1 (location) | 1.000 | 0.000 |" in table
+    assert "| F1 (meaning, judge) | 1.000 | – |" in table  # the failed baseline run was not judged
+    assert "| failed cases (no review) | 0 | 1 |" in table
+    assert "Nil map \\| write: b" in table  # a pipe in a finding cannot break the table
+
+
+def test_fail_below_parses_metrics_and_gates_on_missing_values() -> None:
+    assert parse_thresholds(["f1=0.3", " recall = 0.5 "]) == {"f1": 0.3, "recall": 0.5}
+    for bad in ("f1", "f2=0.3", "f1=high"):
+        with pytest.raises(InputError):
+            parse_thresholds([bad])
+    assert gate({"f1": 0.31}, {"f1": 0.3}) == 0
+    assert gate({"f1": 0.29}, {"f1": 0.3}) == 1
+    assert gate({"f1": 0.5}, {"judged_f1": 0.1}) == 1  # asked to gate on a score that was not computed

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from codejury import pipeline
 from codejury.cli import cli
-from tests.fakes.scripted import Final, Raw, ScriptedResolver, Step
+from codejury.testing.scripted import Final, Raw, ScriptedResolver, Step
 
 MODEL_FLAGS = ["--model", "scripted:reviewer", "--model-for", "coordinator=scripted:coordinator"]
 

@@ -13,8 +13,8 @@ from codejury.findings import ReplyVerdict, Review
 from codejury.forges.markers import parse_summary
 from codejury.forges.publish import PlanOptions, PreviousState, PreviousThread, Reply, disputes, plan_publish
 from codejury.forges.safety import check_published
-from tests.fakes.gitlab_server import FakeGitLab
-from tests.fakes.scripted import Raw, ScriptedResolver
+from codejury.testing.gitlab import FakeGitLab
+from codejury.testing.scripted import Raw, ScriptedResolver
 from tests.forges.test_gitlab_bot import A, B, bot_notes, gl, resolved, run, summary, threads, writes
 
 __all__ = ["gl"]  # the fixture, imported for pytest

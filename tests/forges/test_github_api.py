@@ -17,7 +17,7 @@ from codejury.forges.github.api import (
     GitHubRefused,
     ThreadUpdate,
 )
-from tests.fakes.github_server import OFF_DIFF, FakeGitHub
+from codejury.testing.github import OFF_DIFF, FakeGitHub
 
 REPO = "octo/app"
 ACTIONS = "ghs_workflow_token"

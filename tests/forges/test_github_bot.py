@@ -17,9 +17,9 @@ from codejury.forges.github import target_from_env, target_from_url
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
-from tests.fakes.github_server import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread
-from tests.fakes.scripted import Fail, Step
-from tests.fakes.scripted import finding as model_finding
+from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread
+from codejury.testing.scripted import Fail, Step
+from codejury.testing.scripted import finding as model_finding
 from tests.forges.scripted_cli import scripted_review
 
 REPO = "octo/app"

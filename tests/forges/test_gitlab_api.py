@@ -10,7 +10,7 @@ import pytest
 from codejury.forges.errors import ForgeAuthError, ForgeRefused, ForgeUnavailable
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.gitlab.types import DiffRefs, MRDiff, line_code, position_for
-from tests.fakes.gitlab_server import FakeGitLab, gitlab_line_code
+from codejury.testing.gitlab import FakeGitLab, gitlab_line_code
 
 OLD = "".join(f"line {n}\n" for n in range(1, 41))
 # line 10 changed, one line added after line 20 (new 21), line 30 removed

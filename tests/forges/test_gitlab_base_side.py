@@ -13,8 +13,8 @@ from codejury.forges.gitlab import GitLabMergeRequest, target_from_url
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.settings_loader import BASE_SIDE_DIRS, BASE_SIDE_FILES, CONFIG_FILES, prefetch_base
-from tests.fakes.gitlab_server import FakeGitLab
-from tests.fakes.scripted import ScriptedResolver
+from codejury.testing.gitlab import FakeGitLab
+from codejury.testing.scripted import ScriptedResolver
 from tests.forges.test_gitlab_bot import NEW, OLD, B, run, threads, url
 
 AGENTS = "Always check the ledger invariants (base-side instructions)."

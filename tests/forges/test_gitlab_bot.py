@@ -19,9 +19,9 @@ from codejury.forges.gitlab import target_from_env, target_from_url
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
-from tests.fakes.gitlab_server import FakeGitLab, RecordedRequest
-from tests.fakes.scripted import Fail, ScriptedResolver, Step
-from tests.fakes.scripted import finding as model_finding
+from codejury.testing.gitlab import FakeGitLab, RecordedRequest
+from codejury.testing.scripted import Fail, ScriptedResolver, Step
+from codejury.testing.scripted import finding as model_finding
 from tests.forges.scripted_cli import scripted_review
 
 OLD = "".join(f"line {n}\n" for n in range(1, 31))

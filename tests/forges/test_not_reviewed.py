@@ -18,8 +18,8 @@ from codejury.forges.gitlab import GitLabMergeRequest
 from codejury.forges.gitlab import target_from_url as gitlab_target
 from codejury.forges.markers import parse_summary
 from codejury.forges.safety import check_published
-from tests.fakes.github_server import FakeGitHub
-from tests.fakes.gitlab_server import FakeGitLab
+from codejury.testing.github import FakeGitHub
+from codejury.testing.gitlab import FakeGitLab
 from tests.forges.test_github_bot import ACTIONS, bot_reviews, pr_url
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)
 from tests.forges.test_github_bot import run as github_run

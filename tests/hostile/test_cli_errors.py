@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
-from tests.fakes.provider_server import FakeProviderServer, ToolCallReply
 from tests.hostile.conftest import Run, run_codejury
 
 PATH = "app/auth/users.py"

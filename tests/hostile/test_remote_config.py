@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.routing_server import RoutingServer
+from codejury.testing.routing_server import RoutingServer
 from tests.hostile.conftest import Run, run_codejury
 
 DIFF = b"--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"

@@ -24,11 +24,11 @@ from pydantic_ai import models
 from codejury.cli import cli
 from codejury.models import registry
 from codejury.secrets import REDACTED
+from codejury.testing.gitlab import FakeGitLab
+from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
+from codejury.testing.scripted import Fail
+from codejury.testing.scripted import finding as model_finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
-from tests.fakes.gitlab_server import FakeGitLab
-from tests.fakes.provider_server import FakeProviderServer, ToolCallReply
-from tests.fakes.scripted import Fail
-from tests.fakes.scripted import finding as model_finding
 from tests.forges.scripted_cli import scripted_review
 from tests.hostile.conftest import run_codejury
 

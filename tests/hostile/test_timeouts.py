@@ -21,9 +21,9 @@ from codejury.agents.bounded import Budget
 from codejury.agents.tools import RepoTools
 from codejury.errors import ReviewFailed
 from codejury.models import registry
+from codejury.testing.provider_server import FakeProviderServer, HangReply
+from codejury.testing.scripted import Final, ToolCall
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
-from tests.fakes.provider_server import FakeProviderServer, HangReply
-from tests.fakes.scripted import Final, ToolCall
 from tests.hostile.conftest import run_codejury
 from tests.hostile.tool_reviews import CHANGED, KEY_ENV, make_repo, script_tools, tool_answers, write_config
 
@@ -83,13 +83,7 @@ def test_a_slow_pattern_uses_at_most_its_call_budget(tmp_path: Path) -> None:
 
 
 def test_the_tool_budget_never_outlives_the_reviewer_deadline() -> None:
-    from codejury.resilience import DEADLINE
-
-    token = DEADLINE.set(time.monotonic() + 0.2)
-    try:
-        assert Budget(60).left() <= 0.2
-    finally:
-        DEADLINE.reset(token)
+    assert Budget(60, outer_deadline=time.monotonic() + 0.2).left() <= 0.2
 
 
 def test_read_file_stops_at_its_time_budget_on_a_huge_file(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from pydantic_ai import models
 
 from codejury.cli import cli
 from codejury.models import registry
-from tests.fakes.provider_server import FakeProviderServer, ToolCallReply
+from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.hostile.conftest import Run, run_codejury
 
 WALL_S = 40.0

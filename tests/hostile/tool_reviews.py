@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from codejury.testing.provider_server import FakeProviderServer, RecordedRequest, ToolCallReply
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD
-from tests.fakes.provider_server import FakeProviderServer, RecordedRequest, ToolCallReply
 
 CHANGED = "app/auth/users.py"
 KEY_ENV = "TEAMGW_KEY"

@@ -13,7 +13,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from codejury.errors import ModelSetupError
 from codejury.models import registry
 from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec, gateway_provider, merge_providers
-from tests.fakes.provider_server import (
+from codejury.testing.provider_server import (
     ErrorReply,
     FakeProviderServer,
     RecordedRequest,

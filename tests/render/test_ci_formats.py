@@ -333,9 +333,9 @@ def _cli_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> 
 
     from codejury import pipeline
     from codejury.cli import cli
+    from codejury.testing.scripted import Final, Raw, ScriptedResolver
+    from codejury.testing.scripted import finding as model_finding
     from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
-    from tests.fakes.scripted import Final, Raw, ScriptedResolver
-    from tests.fakes.scripted import finding as model_finding
 
     path = "app/auth/users.py"
     sqli = model_finding(path, 10, "SQL injection in find_user", severity="critical", category="sql-injection")
@@ -346,9 +346,11 @@ def _cli_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> 
     (repo / path).write_text(AUTH_NEW)
     diff = tmp_path / "change.diff"
     diff.write_text(unified_diff(path, AUTH_OLD, AUTH_NEW))
+    config = tmp_path / "codejury.toml"
+    config.write_text("analyzers = false\n")  # the formats of the scripted finding, not the analyzers' hits
     result = CliRunner().invoke(
         cli,
-        ["review", "--diff", str(diff), "--repo", str(repo), "--model", "scripted:reviewer"]
+        ["review", "--diff", str(diff), "--repo", str(repo), "--config", str(config), "--model", "scripted:reviewer"]
         + ["--model-for", "coordinator=scripted:coordinator", *args],
         catch_exceptions=False,
     )

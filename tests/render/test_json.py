@@ -36,6 +36,7 @@ def test_review_top_level_keys_in_stable_order() -> None:
         "judged",
         "break_glass",
         "dropped_findings",
+        "notes",
     ]
     assert data["verdict"] == "requested_changes"
     assert data["tier"] == "full"
@@ -59,7 +60,11 @@ def test_finding_shape_with_and_without_suggestion() -> None:
         "body",
         "suggestion",
         "confidence",
+        "evidence",
+        "verified",
+        "advisory",
     ]
+    assert (first["evidence"], first["verified"], first["advisory"]) == ([], None, False)
     assert first["suggestion"].startswith("cur.execute(")
     assert "suggestion" not in second
     assert second["start_line"] == second["end_line"] == 7

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from codejury.models import registry
-from tests.fakes.provider_server import FakeProviderServer
+from codejury.testing.provider_server import FakeProviderServer
 
 
 @pytest.fixture

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,16 +26,14 @@ from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.providers import merge_providers
 from codejury.resilience.breaker import BreakerBoard
 from codejury.resilience.chain import (
-    DEADLINE,
     DEFAULT_FAILBACK,
-    HEARTBEAT,
-    MODELS_USED,
+    AgentWatch,
     ResilienceSettings,
     ResilientModel,
     build_chain,
 )
 from codejury.resilience.errors import ChainExhausted
-from tests.fakes.provider_server import ErrorReply, FakeProviderServer, TextReply
+from codejury.testing.provider_server import ErrorReply, FakeProviderServer, TextReply
 
 T = TypeVar("T")
 
@@ -113,15 +109,6 @@ def h() -> Harness:
     return Harness(BreakerBoard(failure_threshold=3, cooldown_s=120, clock=clock), clock)
 
 
-@contextmanager
-def setting(var: ContextVar[T], value: T) -> Iterator[None]:
-    token = var.set(value)
-    try:
-        yield
-    finally:
-        var.reset(token)
-
-
 async def run(model: ResilientModel) -> str:
     result = await Agent(model).run("review this")
     return result.output
@@ -129,12 +116,8 @@ async def run(model: ResilientModel) -> str:
 
 async def run_recording(model: ResilientModel) -> tuple[str, list[str]]:
     """The output, and the models that answered (what the scheduler records per reviewer)."""
-    used: list[str] = []
-    token = MODELS_USED.set(used)
-    try:
-        return await run(model), used
-    finally:
-        MODELS_USED.reset(token)
+    watch = AgentWatch()
+    return await run(model.watched(watch)), watch.answered
 
 
 # -- failback and no-failback ---------------------------------------------------------------------
@@ -265,8 +248,8 @@ async def test_no_retry_with_less_than_the_window_before_the_deadline(h: Harness
     a = Scripted("openai:gpt-5.1", [http(503)])
     b = Scripted("openai:gpt-5", ["from B"])
 
-    with setting(DEADLINE, h.clock.now + 90), pytest.raises(ChainExhausted) as info:
-        await run(h.model(a, b, min_retry_window_s=120))
+    with pytest.raises(ChainExhausted) as info:
+        await run(h.model(a, b, min_retry_window_s=120).watched(AgentWatch(deadline=h.clock.now + 90)))
 
     assert (a.calls, b.calls) == (1, 0)
     assert "under the 120s retry window" in str(info.value)
@@ -277,8 +260,8 @@ async def test_no_retry_after_wait_that_would_eat_the_window(h: Harness) -> None
     a = Scripted("openai:gpt-5.1", [http(429, ModelRateLimitError, retry_after=20)])
     b = Scripted("openai:gpt-5", ["from B"])
 
-    with setting(DEADLINE, h.clock.now + 130):
-        assert await run(h.model(a, b, min_retry_window_s=120)) == "from B"
+    model = h.model(a, b, min_retry_window_s=120).watched(AgentWatch(deadline=h.clock.now + 130))
+    assert await run(model) == "from B"
     assert h.sleeps == []
 
 
@@ -373,8 +356,7 @@ async def test_heartbeats_while_the_model_is_silent() -> None:
         settings=ResilienceSettings(stall_timeout_s=5, heartbeat_s=0.1),
     )
 
-    with setting(HEARTBEAT, lines.append):
-        assert await run(model) == "streamed answer"
+    assert await run(model.watched(AgentWatch(heartbeat=lines.append))) == "streamed answer"
 
     assert 2 <= len(lines) <= 4
     assert all(line.startswith("openai:gpt-5.1: model is thinking… (") for line in lines)
@@ -393,8 +375,7 @@ async def test_a_model_without_streaming_gets_heartbeats_but_no_stall_kill() -> 
         [resolved], board=BreakerBoard(), settings=ResilienceSettings(stall_timeout_s=0.1, heartbeat_s=0.1)
     )
 
-    with setting(HEARTBEAT, lines.append):
-        assert await run(model) == "slow but fine"
+    assert await run(model.watched(AgentWatch(heartbeat=lines.append))) == "slow but fine"
     assert lines and lines[0].startswith("local:tiny: model is thinking…")
 
 
@@ -485,12 +466,9 @@ async def test_real_sdk_fails_back_on_the_same_provider(
     events: list[tuple[str, dict[str, Any]]] = []
     model = ResilientModel(chain, board=BreakerBoard(), on_event=lambda name, **f: events.append((name, f)))
 
-    used: list[str] = []
-    token = MODELS_USED.set(used)
-    try:
-        result = await Agent(model).run("review this")
-    finally:
-        MODELS_USED.reset(token)
+    watch = AgentWatch()
+    result = await Agent(model.watched(watch)).run("review this")
+    used = watch.answered
 
     assert result.output == "answer from the previous generation"
     assert [r.model for r in server.requests] == [first.partition(":")[2], second.partition(":")[2]]

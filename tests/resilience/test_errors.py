@@ -24,7 +24,7 @@ from pydantic_ai.exceptions import (
 from codejury.models import registry
 from codejury.models.providers import merge_providers
 from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify, parse_retry_after
-from tests.fakes.provider_server import DropReply, ErrorReply, FakeProviderServer, HangReply, MalformedReply, Reply
+from codejury.testing.provider_server import DropReply, ErrorReply, FakeProviderServer, HangReply, MalformedReply, Reply
 
 OPENAI_KEY = "sk-fake-openai-resilience-0001"
 ANTHROPIC_KEY = "sk-ant-fake-resilience-0002"

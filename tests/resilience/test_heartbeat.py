@@ -14,7 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
-from codejury.resilience import HEARTBEAT, BreakerBoard, ResilienceSettings, ResilientModel
+from codejury.resilience import AgentWatch, BreakerBoard, ResilienceSettings, ResilientModel
 
 SPEC = "openai:gpt-5.1"
 
@@ -38,11 +38,7 @@ def chunks_after(pauses: list[float]) -> ResilientModel:
 
 async def beats(model: ResilientModel) -> list[str]:
     lines: list[str] = []
-    token = HEARTBEAT.set(lines.append)
-    try:
-        await Agent(model).run("review this")
-    finally:
-        HEARTBEAT.reset(token)
+    await Agent(model.watched(AgentWatch(heartbeat=lines.append))).run("review this")
     return lines
 
 

@@ -25,7 +25,7 @@ def fenced(tag: str, text: str, header: str = "") -> str:
     return fence(tag, header + text)
 
 
-def _tool_functions(tools: RepoTools) -> dict[str, Callable[..., Awaitable[str]]]:
+def _tool_functions(tools: RepoTools, deadline: float | None) -> dict[str, Callable[..., Awaitable[str]]]:
     """The functions the model calls, with the docstrings and parameter descriptions it reads."""
 
     async def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
@@ -38,7 +38,9 @@ def _tool_functions(tools: RepoTools) -> dict[str, Callable[..., Awaitable[str]]
             start_line: First line to return (1-based); omit to start at the top.
             end_line: Last line to return; omit to read as far as allowed.
         """
-        text = await tools.bounded(lambda budget: tools.read_file(path, start_line, end_line, budget))
+        text = await tools.bounded(
+            lambda budget: tools.read_file(path, start_line, end_line, budget), deadline=deadline
+        )
         return fenced("file_content", text, f"file: {norm(path)}\n")
 
     async def read_patch(path: str) -> str:
@@ -58,7 +60,8 @@ def _tool_functions(tools: RepoTools) -> dict[str, Callable[..., Awaitable[str]]
             pattern: Python regular expression, e.g. 'def load_config' or 'execute\\(.*%'.
             path_glob: Optional filter on the path, e.g. '*.py' or 'src/api/*'.
         """
-        return fenced("tool_result", await tools.bounded(lambda budget: tools.grep(pattern, path_glob, budget)))
+        found = await tools.bounded(lambda budget: tools.grep(pattern, path_glob, budget), deadline=deadline)
+        return fenced("tool_result", found)
 
     async def list_files(directory: str = ".") -> str:
         """List a directory of the repository; directories end with '/'.
@@ -66,14 +69,17 @@ def _tool_functions(tools: RepoTools) -> dict[str, Callable[..., Awaitable[str]]
         Args:
             directory: Directory relative to the repository root; '.' is the root.
         """
-        return fenced("tool_result", await tools.bounded(lambda budget: tools.list_files(directory, budget)))
+        listing = await tools.bounded(lambda budget: tools.list_files(directory, budget), deadline=deadline)
+        return fenced("tool_result", listing)
 
     return {"read_file": read_file, "read_patch": read_patch, "grep": grep, "list_files": list_files}
 
 
-def as_agent_tools(tools: RepoTools, allowed: frozenset[str] = TOOL_NAMES) -> list[Tool[Any]]:
-    """pydantic-ai tools for the names in ``allowed``, in a stable order."""
-    functions = _tool_functions(tools)
+def as_agent_tools(
+    tools: RepoTools, allowed: frozenset[str] = TOOL_NAMES, *, deadline: float | None = None
+) -> list[Tool[Any]]:
+    """pydantic-ai tools for the names in ``allowed``, in a stable order; no call runs past ``deadline``."""
+    functions = _tool_functions(tools, deadline)
     return [
         Tool(
             functions[name],

@@ -1,9 +1,10 @@
 """Bounded tool work: a time budget per call, lines read in capped pieces, regexes with a timeout.
 
 Every tool call gets a ``Budget``: a deadline (its own time limit, never later than the
-reviewer's ``DEADLINE``) and a stop flag that the agent sets when the call is cancelled (a
-reviewer or overall timeout). Tools check it between files and lines, so work left in a worker
-thread after a cancellation ends at its next check instead of running on.
+deadline of the agent run that called it, passed in explicitly) and a stop flag that the agent
+sets when the call is cancelled (a reviewer or overall timeout). Tools check it between files
+and lines, so work left in a worker thread after a cancellation ends at its next check instead
+of running on.
 
 Regular expressions run on the ``regex`` module (Python's ``re`` syntax, ``VERSION0``) with a
 ``timeout`` on every search and the GIL released while it runs: a catastrophic pattern such as
@@ -22,8 +23,6 @@ from typing import BinaryIO
 
 import regex
 
-from codejury.resilience import DEADLINE
-
 _SEARCH_SLICE_S = 1.0
 """The longest one search of one line may take; legitimate patterns take microseconds."""
 _MAX_PATTERN_CHARS = 1_000
@@ -33,10 +32,9 @@ _SKIP_CHUNK = 1 << 16
 class Budget:
     """Time left to one tool call, and whether it was cancelled."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, outer_deadline: float | None = None) -> None:
         deadline = time.monotonic() + seconds
-        outer = DEADLINE.get()
-        self.deadline = deadline if outer is None else min(deadline, outer)
+        self.deadline = deadline if outer_deadline is None else min(deadline, outer_deadline)
         self._stopped = threading.Event()
 
     def stop(self) -> None:

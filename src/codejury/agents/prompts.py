@@ -169,9 +169,7 @@ def tool_task(files: Sequence[FileChange], *, title: str) -> str:
     )
 
 
-def inline_change(
-    context: str, patches: Sequence[tuple[str, str]], *, budget_chars: int
-) -> tuple[str, list[str]]:
+def inline_change(context: str, patches: Sequence[tuple[str, str]], *, budget_chars: int) -> tuple[str, list[str]]:
     """The change with its numbered patches inline (models without reliable tools), and the cut paths.
 
     Patches beyond ``budget_chars`` are cut, and the cut is said, so the prompt fits the context;

@@ -33,7 +33,6 @@ from codejury.findings import NotedReviewerOutput, ReviewerOutput, Usage
 from codejury.models.pricing import PriceTable, usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
-from codejury.resilience import DEADLINE
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -102,27 +101,30 @@ async def run_agent(
     limits: Limits,
     prices: PriceTable,
     events: EventLog,
+    deadline: float | None = None,
 ) -> AgentOutcome:
-    """Run one agent over the change and return its validated output or a one-line error."""
+    """Run one agent over the change and return its validated output or a one-line error.
+
+    ``deadline`` (monotonic) is the latest this run may end: the caller's (the overall fan-out's),
+    tightened here by ``limits.timeout_s``; tool calls never run past it. ``model`` should carry the
+    same deadline in its ``AgentWatch`` (``ReviewModels.for_agent``) so no retry starts too late.
+    """
     run_usage = RunUsage()
     cut: list[str] = []
     started = time.monotonic()
     events.emit("agent_started", agent=name, model=model.spec)
     own_deadline = started + limits.timeout_s
-    outer = DEADLINE.get()
-    token = DEADLINE.set(own_deadline if outer is None else min(outer, own_deadline))
+    deadline = own_deadline if deadline is None else min(deadline, own_deadline)
     try:
         async with asyncio.timeout(limits.timeout_s):
             output = await _run(
-                ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage, cut
+                ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage, cut, deadline
             )
         error = None
     except TimeoutError:
         output, error = None, f"timed out after {limits.timeout_s:g}s"
     except Exception as exc:  # every failure is reported on the reviewer, never raised
         output, error = None, describe_error(exc)
-    finally:
-        DEADLINE.reset(token)
     usage = usage_from_run(run_usage)
     usage = usage.model_copy(
         update={
@@ -151,6 +153,7 @@ async def _run(
     limits: Limits,
     run_usage: RunUsage,
     cut: list[str],
+    deadline: float,
 ) -> OutputT:
     profile = model.profile
     usage_limits = UsageLimits(
@@ -160,7 +163,7 @@ async def _run(
     )
     settings = ModelSettings(max_tokens=profile.max_output_tokens)
     if profile.supports_tools:
-        tools: list[Tool[Any]] = as_agent_tools(ctx.tools, allowed_tools)
+        tools: list[Tool[Any]] = as_agent_tools(ctx.tools, allowed_tools, deadline=deadline)
 
         async def read_change_context() -> str:  # async: no worker thread for a constant
             """Read the shared context of the change: title, description, commit messages, changed

@@ -69,7 +69,7 @@ class RepoTools:
     ) -> None:
         self.sandbox = Sandbox(root) if root is not None else None
         self.root = self.sandbox.root if self.sandbox is not None else None
-        self.patches = dict(patches)
+        self.patches = patches  # the workspace's patch files, read when a tool asks (a Mapping)
         self.max_read_bytes = max_read_bytes
         self.max_read_lines = max_read_lines
         self.max_result_chars = max_result_chars
@@ -307,9 +307,10 @@ class RepoTools:
 
     # ---- what the model calls ----------------------------------------------------------
 
-    async def bounded(self, work: Callable[[Budget], str]) -> str:
-        """Run ``work`` in a worker thread with this call's budget; on cancellation stop waiting and stop it."""
-        budget = Budget(self.time_budget_s)
+    async def bounded(self, work: Callable[[Budget], str], *, deadline: float | None = None) -> str:
+        """Run ``work`` in a worker thread with this call's budget (never past ``deadline``, the agent run's);
+        on cancellation stop waiting and stop it."""
+        budget = Budget(self.time_budget_s, outer_deadline=deadline)
         try:
             return await asyncio.to_thread(work, budget)
         finally:

@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 from codejury.change.classify import is_security_sensitive
-from codejury.change.types import FileChange, Hunk
+from codejury.change.types import ChangeSet, FileChange, Hunk
 from codejury.findings import SkippedFile
 
 LOCK_FILES = frozenset(
@@ -243,3 +244,28 @@ def _noise_reason(
     if not base or generated_marker(base) is None:
         return None
     return f"generated file (marker '{marker}', already generated before this change)"
+
+
+def filter_stage(change: ChangeSet, exclude: Sequence[str] = ()) -> tuple[list[FileChange], list[SkippedFile]]:
+    """The filter stage: the change's noise dropped, each skipped file with its reason.
+
+    The head side is read from the checkout (its first lines, for generated markers), the base
+    side through the change's base reader (a marker counts only when the base side has it too).
+    """
+    read_base = change.base.read_text if change.base is not None else None
+    return filter_noise(change.files, read_head=_head_reader(change.root), read_base=read_base, extra_globs=exclude)
+
+
+def _head_reader(root: Path | None) -> Callable[[str], str | None] | None:
+    if root is None:
+        return None
+    base = root.resolve()
+
+    def read(path: str) -> str | None:
+        p = (base / path).resolve()
+        if not p.is_relative_to(base) or not p.is_file():
+            return None
+        with p.open("rb") as fh:
+            return fh.read(4096).decode("utf-8", errors="replace")
+
+    return read

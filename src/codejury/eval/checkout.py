@@ -46,7 +46,8 @@ def _git(cwd: Path, *args: str) -> None:
 def checkout(case: EvalCase, dest: Path) -> tuple[Path, str, str]:
     """Make ``dest`` a checkout of ``case`` at its head; returns (repository, base ref, head ref)."""
     if case.tree is not None:
-        return _from_tree(Path(case.tree), dest)
+        message = "\n\n".join(t for t in (case.title or "change", case.description) if t)
+        return _from_tree(Path(case.tree), dest, message)
     assert case.repo is not None and case.base and case.head
     source = case.repo
     if not case.repo_is_url and not Path(source).exists():
@@ -58,7 +59,8 @@ def checkout(case: EvalCase, dest: Path) -> tuple[Path, str, str]:
     return dest, case.base, case.head
 
 
-def _from_tree(tree: Path, dest: Path) -> tuple[Path, str, str]:
+def _from_tree(tree: Path, dest: Path, message: str) -> tuple[Path, str, str]:
+    """The change is one commit whose ``message`` (the case's title and description) the reviewers read."""
     base, head = tree / "base", tree / "head"
     if not base.is_dir() or not head.is_dir():
         raise InputError(f"{tree} needs base/ and head/ directories")
@@ -73,7 +75,7 @@ def _from_tree(tree: Path, dest: Path) -> tuple[Path, str, str]:
             shutil.rmtree(child) if child.is_dir() else child.unlink()
     _copy_tree(head, dest)
     _git(dest, "add", "-A")
-    _git(dest, "commit", "-q", "--allow-empty", "-m", "change")
+    _git(dest, "commit", "-q", "--allow-empty", "-m", message)
     return dest, "main", "feature"
 
 

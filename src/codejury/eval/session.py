@@ -6,15 +6,18 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from codejury.errors import ConfigError, InputError
+from codejury.errors import ConfigError, InputError, ModelSetupError
 from codejury.eval.dataset import EvalCase, load_cases
 from codejury.eval.markdown import render
 from codejury.eval.results import CaseRun, report_json, score
 from codejury.eval.runner import EvalSettings, builtin_dataset, run_all
+
+if TYPE_CHECKING:
+    from codejury.models.profiles import ResolvedModel
 
 GATED = frozenset({"precision", "recall", "f1", "judged_precision", "judged_recall", "judged_f1", "on_changed_lines"})
 
@@ -55,7 +58,10 @@ def _uses_embedded_model(env: Mapping[str, str], flags: Mapping[str, Any]) -> bo
     from codejury.settings_loader import load_settings, parse_assignments
 
     config = flags["config_file"]
-    text = (str(config), Path(config).read_text(encoding="utf-8")) if config is not None else None
+    try:
+        text = (str(config), Path(config).read_text(encoding="utf-8")) if config is not None else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {config}: {getattr(exc, 'strerror', None) or exc}") from exc
     settings, _ = load_settings(
         ChangeSet(files=()),
         env,
@@ -85,7 +91,7 @@ def run_eval(env: dict[str, str], **flags: Any) -> int:
                 check_writable(flag, Path(target))
         cases = load_cases(path)
         doc = asyncio.run(_run(env, flags, path, cases))
-    except (InputError, ConfigError) as exc:
+    except (InputError, ConfigError, ModelSetupError, OutputError) as exc:
         _err(str(exc))
         return 2
     text = render(doc, title=f"codejury eval: {path.name} ({len(cases)} cases)")
@@ -107,7 +113,8 @@ async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases:
     if flags["limit"]:
         cases = cases[: flags["limit"]]
     jobs = flags["jobs"]
-    if jobs > 1 and _uses_embedded_model(env, flags):
+    embedded = _uses_embedded_model(env, flags)  # also refuses a bad config or flag before any review
+    if jobs > 1 and embedded:
         _err("the embedded model runs one review at a time: --jobs 1")
         jobs = 1
     from platformdirs import user_cache_dir
@@ -119,11 +126,18 @@ async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases:
         cache_dir=None if flags["no_cache"] else Path(user_cache_dir("codejury")) / "eval",
         jobs=jobs,
     )
+    from codejury.models.registry import close_cached_models, resolve_model
+
+    # An unknown provider or a missing key for the judge is refused before any review is paid for.
+    judge = resolve_model(flags["judge"], _providers(flags), env=env) if flags["judge"] else None
     started = time.monotonic()
-    runs = await _reviews(cases, settings, "panel", "codejury")
-    baseline = await _reviews(cases, settings, "naive", "naive baseline") if flags["baseline"] else None
-    if flags["judge"]:
-        await _judge(cases, [runs, *([baseline] if baseline else [])], flags["judge"], env, flags)
+    try:
+        runs = await _reviews(cases, settings, "panel", "codejury")
+        baseline = await _reviews(cases, settings, "naive", "naive baseline") if flags["baseline"] else None
+        if judge is not None:
+            await _judge(cases, [runs, *([baseline] if baseline else [])], judge)
+    finally:
+        await close_cached_models()  # the judge's SDK client
     doc = report_json(cases, runs, baseline)
     doc["overall"]["eval_wall_s"] = round(time.monotonic() - started, 1)
     return doc
@@ -153,16 +167,12 @@ async def _reviews(cases: Sequence[EvalCase], settings: EvalSettings, mode: str,
 async def _judge(
     cases: Sequence[EvalCase],
     run_sets: Sequence[list[CaseRun]],
-    spec: str,
-    env: Mapping[str, str],
-    flags: Mapping[str, Any],
+    model: ResolvedModel,
 ) -> None:
     """Fill ``accepted`` on every run with the pairs the judge model says are the same problem."""
     from codejury.eval.judge import judge_pairs
     from codejury.models.pricing import PriceTable
-    from codejury.models.registry import resolve_model
 
-    model = resolve_model(spec, _providers(flags), env=env)
     prices = PriceTable({})
     unanswered = 0
     for runs in run_sets:
@@ -190,7 +200,7 @@ def _providers(flags: Mapping[str, Any]) -> dict[str, Any]:
     table, prefix = read_config_text(str(config), Path(config).read_text(encoding="utf-8"))
     settings = merge_file_table(Settings(), table, str(config), prefix=prefix)
     for name, p in settings.providers.items():
-        providers[name] = ProviderSpec(name, p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)  # type: ignore[arg-type]
+        providers[name] = ProviderSpec(name, p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)
     return providers
 
 

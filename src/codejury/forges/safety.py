@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from codejury.errors import InternalError
 from codejury.forges.markers import is_marker_line
 from codejury.render import clean_text, one_line
 from codejury.secrets import Redactor
@@ -268,7 +269,7 @@ def check_published(body: str) -> list[str]:
     return problems
 
 
-class UnsafeBody(AssertionError):
+class UnsafeBody(InternalError):
     """A planned body failed ``check_published``: a bug in codejury, never published."""
 
 

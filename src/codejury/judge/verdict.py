@@ -1,13 +1,18 @@
-"""The verdict rubric (biased toward approval), the CI failure rule and the review summary."""
+"""The verdict rubric (biased toward approval), the CI failure rule, the review summary, and the verdict stage."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, SkippedFile, Verdict
+from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, SkippedFile, Usage, Verdict
 from codejury.judge.dedup import normalise_category
+
+if TYPE_CHECKING:  # the stage functions at the end; the rubric itself stays import-light for the CLI
+    from codejury.agents.panel import PanelResult
+    from codejury.judge.stage import Judgement
+    from codejury.runstate import ReviewRun
 
 VcsAction = Literal["approve", "unapprove", "block"]
 FailOn = Literal["suggestion", "warning", "critical", "unreviewed", "requested_changes", "never"]
@@ -33,9 +38,10 @@ UNREVIEWED_LISTED = 5
 
 
 def _rubric(findings: Sequence[Finding]) -> Verdict:
-    if any(f.severity == "critical" for f in findings):
+    counted = [f for f in findings if not f.advisory]  # an advisory finding never blocks or withdraws
+    if any(f.severity == "critical" for f in counted):
         return "requested_changes"
-    warnings = [f for f in findings if f.severity == "warning"]
+    warnings = [f for f in counted if f.severity == "warning"]
     by_path = Counter(f.path for f in warnings)
     by_category = Counter(normalise_category(f.category) for f in warnings)
     if (
@@ -44,7 +50,7 @@ def _rubric(findings: Sequence[Finding]) -> Verdict:
         or any(n >= 2 for n in by_category.values())
     ):
         return "significant_concerns"
-    if warnings or any(f.confidence >= TRIVIAL_CONFIDENCE for f in findings):
+    if warnings or any(f.severity == "warning" or f.confidence >= TRIVIAL_CONFIDENCE for f in findings):
         return "approved_with_comments"
     return "approved"
 
@@ -159,3 +165,60 @@ def summarise_unreviewed(
     if break_glass:
         return f"{first} Break glass: approved by a human override (the review alone: not reviewed)."
     return f"{first} Nothing is approved; a human should look at this change."
+
+
+# -- the verdict stage: the rubric applied to what the panel and the judge produced ---------------------
+
+
+def verdict_stage(run: ReviewRun, panel: PanelResult, judgement: Judgement, notes: Sequence[str] = ()) -> Review:
+    """The finished review: verdict by the rubric, summary, every report, usage and time."""
+    findings = judgement.findings
+    verdict = decide_verdict(findings, break_glass=run.break_glass, judged=judgement.judged)
+    reports = [*panel.reports, *judgement.reports]
+    failed = [r.name for r in reports if r.status == "failed"]
+    total = sum((r.usage() for r in [*reports, judgement.coordinator]), Usage())
+    review = Review(
+        verdict=verdict,
+        tier=run.selection.tier,
+        summary=summarise(findings, verdict, failed, judgement.judged, run.break_glass),
+        findings=findings,
+        reviewers=reports,
+        coordinator=judgement.coordinator,
+        skipped_files=list(run.selection.skipped),
+        usage=total.model_copy(update={"duration_s": run.elapsed()}),
+        judged=judgement.judged,
+        break_glass=run.break_glass,
+        dropped_findings=judgement.dropped,
+        replies=judgement.replies,
+        cut_files=panel.cut_files,
+        notes=list(notes),
+    )
+    run.events.emit(
+        "review_finished",
+        verdict=verdict,
+        tier=review.tier,
+        findings=len(findings),
+        judged=review.judged,
+        break_glass=run.break_glass,
+        failed_reviewers=failed,
+        dropped=review.dropped_findings,
+        **review.usage.model_dump(),
+    )
+    return review
+
+
+def not_reviewed_stage(run: ReviewRun) -> Review:
+    """Nothing reached a model (every file skipped, or no reviewer enabled): never an approval."""
+    selection = run.selection
+    review = Review(
+        verdict="approved" if run.break_glass else "not_reviewed",
+        tier=selection.tier,
+        skipped_files=list(selection.skipped),
+        break_glass=run.break_glass,
+        summary=summarise_unreviewed(
+            selection.skipped, reviewable=len(selection.kept), tier=selection.tier, break_glass=run.break_glass
+        ),
+        usage=Usage(duration_s=run.elapsed()),
+    )
+    run.events.emit("review_finished", verdict=review.verdict, tier=review.tier, findings=0)
+    return review

@@ -288,6 +288,7 @@ def load_local_model(name_or_path: str) -> ResolvedModel:
         parallel_requests=1,
         caches_across_runs=False,
         max_output_tokens=MAX_OUTPUT_TOKENS,
+        weak=True,
     )
     return ResolvedModel(spec=f"local:{name_or_path}", model=model, profile=profile)
 

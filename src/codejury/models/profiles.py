@@ -27,6 +27,9 @@ class CapabilityProfile:
     parallel_requests: int = 8
     caches_across_runs: bool = True
     max_output_tokens: int = 4096
+    weak: bool = False
+    """A model whose claims need proof: its findings are verified by a separate call, and its
+    critical blocks only with analyzer evidence or a passed verification (the embedded model)."""
 
 
 @dataclass(frozen=True)

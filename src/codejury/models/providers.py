@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
 
 from codejury.errors import ConfigError
 from codejury.models.profiles import CapabilityProfile
 
-ProviderKind = Literal["openai", "anthropic", "openai-compatible", "local"]
-PROVIDER_KINDS: tuple[ProviderKind, ...] = ("openai", "anthropic", "openai-compatible", "local")
+PROVIDER_KINDS: tuple[str, ...] = ("openai", "anthropic", "openai-compatible", "local")
+"""The built-in provider kinds (``models.registry.BUILTIN_MODEL_KINDS``); plugins register more."""
 
 #: Placeholder key for OpenAI-compatible servers that need none (the SDK insists on a non-empty key).
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -18,10 +17,10 @@ NO_KEY_PLACEHOLDER = "not-needed"
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """One provider: its wire protocol, base URL, the env var holding its key, and overrides."""
+    """One provider: its kind (a registered ``ModelKind``), base URL, the env var holding its key, overrides."""
 
     name: str
-    kind: ProviderKind
+    kind: str
     base_url: str | None = None
     api_key_env: str | None = None
     enabled: bool = True

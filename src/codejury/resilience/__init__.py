@@ -1,11 +1,9 @@
 """Resilience: error classes, circuit breakers, failback chains, stall watchdog and heartbeats."""
 
-from codejury.resilience.breaker import BOARD, BreakerBoard, BreakerState, CircuitBreaker
+from codejury.resilience.breaker import BOARDS, BreakerBoard, BreakerBoards, BreakerState, CircuitBreaker
 from codejury.resilience.chain import (
-    DEADLINE,
     DEFAULT_FAILBACK,
-    HEARTBEAT,
-    MODELS_USED,
+    AgentWatch,
     ResilienceSettings,
     ResilientModel,
     build_chain,
@@ -13,12 +11,11 @@ from codejury.resilience.chain import (
 from codejury.resilience.errors import ChainExhausted, Classified, ErrorKind, ModelStalled, classify
 
 __all__ = [
-    "BOARD",
-    "DEADLINE",
+    "BOARDS",
     "DEFAULT_FAILBACK",
-    "HEARTBEAT",
-    "MODELS_USED",
+    "AgentWatch",
     "BreakerBoard",
+    "BreakerBoards",
     "BreakerState",
     "ChainExhausted",
     "CircuitBreaker",

@@ -176,5 +176,33 @@ class BreakerBoard:
             fn(model, old, new)
 
 
-BOARD = BreakerBoard()
-"""The process-wide board."""
+class BreakerBoards:
+    """The process's boards, one per breaker settings set.
+
+    Reviews whose settings agree share a board, so an outage seen by one review opens the breaker
+    for the next; a review with other settings (a service runs many) gets its own board and never
+    rewrites the thresholds another review relies on.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._boards: dict[tuple[int, float], BreakerBoard] = {}
+
+    def board_for(self, failure_threshold: int, cooldown_s: float) -> BreakerBoard:
+        key = (failure_threshold, cooldown_s)
+        with self._lock:
+            board = self._boards.get(key)
+            if board is None:
+                board = BreakerBoard(failure_threshold=failure_threshold, cooldown_s=cooldown_s, clock=self._clock)
+                self._boards[key] = board
+            return board
+
+    def reset(self) -> None:
+        """Forget every board (tests, benchmarks)."""
+        with self._lock:
+            self._boards.clear()
+
+
+BOARDS = BreakerBoards()
+"""The process-wide boards, by settings."""

@@ -7,7 +7,11 @@ can (so a silent model is killed after ``stall_timeout_s``, and a heartbeat line
 Retry-After and tries the same model once more, or fails back to the next model; a fatal or quota
 error goes straight up, because another model will not fix it. Output cut off at the token limit
 is retried once on the same model with a larger budget. No retry or failback starts with less
-than ``min_retry_window_s`` before ``DEADLINE``.
+than ``min_retry_window_s`` before the agent's deadline.
+
+What one agent run tells its models (its deadline, where heartbeats go) and learns from them
+(which model answered) travels in an explicit ``AgentWatch``: ``model.watched(watch)`` is a
+wrapper for that run only, sharing the chain and its breakers; no context variables.
 
 It is a ``WrapperModel`` around the chain's first model (pydantic-ai ``models/wrapper.py``), so
 name, profile, request preparation, tool definitions and output schemas are the first model's and
@@ -18,11 +22,10 @@ providers (``build_chain``), so the first model's message preparation fits every
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai._run_context import RunContext
@@ -33,21 +36,27 @@ from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
-from codejury.errors import ConfigError
+from codejury.errors import CodejuryError, ConfigError
 from codejury.models.profiles import ResolvedModel
-from codejury.resilience.breaker import BOARD, BreakerBoard, CircuitBreaker
+from codejury.resilience.breaker import BreakerBoard, CircuitBreaker
 from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify
 
-DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("codejury_deadline", default=None)
-"""Monotonic time by which the current reviewer must finish; set by the scheduler."""
 
-HEARTBEAT: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
-    "codejury_heartbeat", default=None
-)
-"""Where heartbeat lines go (stderr in the CLI); None: nowhere."""
+@dataclass
+class AgentWatch:
+    """One agent run's side of its model: the deadline, where heartbeats go, which models answered."""
 
-MODELS_USED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("codejury_models_used", default=None)
-"""Set to a list by the scheduler; every answered request appends the model that answered it."""
+    deadline: float | None = None
+    """Monotonic time by which the run must finish; no retry or failback starts too close to it."""
+    heartbeat: Callable[[str], None] | None = None
+    """Where heartbeat lines go (stderr in the CLI); None: nowhere."""
+    answered: list[str] = field(default_factory=list)
+    """Every answered request appends the model that answered it (a failback model when the first failed)."""
+
+    @property
+    def last_answered(self) -> str | None:
+        return self.answered[-1] if self.answered else None
+
 
 DEFAULT_FAILBACK: dict[str, str | None] = {
     # Anthropic retired claude-opus-4 / 4-1, claude-sonnet-4 and claude-3-5-haiku: chains end
@@ -98,7 +107,7 @@ def _provider(spec: str) -> str:
     return spec.partition(":")[0].strip().lower()
 
 
-class _NoStreaming(Exception):
+class _NoStreaming(CodejuryError):
     """The model cannot stream: use its plain ``request``."""
 
 
@@ -109,11 +118,12 @@ class ResilientModel(WrapperModel):
         self,
         chain: Sequence[ResolvedModel],
         *,
-        board: BreakerBoard = BOARD,
+        board: BreakerBoard,
         settings: ResilienceSettings = ResilienceSettings(),  # noqa: B008 - frozen
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_event: EventSink | None = None,
+        watch: AgentWatch | None = None,
     ) -> None:
         if not chain:
             raise ValueError("a failback chain needs at least one model")
@@ -124,6 +134,19 @@ class ResilientModel(WrapperModel):
         self._clock = clock
         self._sleep = sleep
         self._on_event = on_event
+        self.watch = watch if watch is not None else AgentWatch()
+
+    def watched(self, watch: AgentWatch) -> ResilientModel:
+        """This chain for one agent run: same models and breakers, the run's own deadline and heartbeat."""
+        return ResilientModel(
+            self.chain,
+            board=self.board,
+            settings=self.resilience,
+            clock=self._clock,
+            sleep=self._sleep,
+            on_event=self._on_event,
+            watch=watch,
+        )
 
     def __repr__(self) -> str:
         return f"ResilientModel({', '.join(m.spec for m in self.chain)})"
@@ -153,8 +176,7 @@ class ResilientModel(WrapperModel):
             attempted = True
             outcome = await self._try_model(resolved, breaker, messages, model_settings, model_request_parameters)
             if isinstance(outcome, ModelResponse):
-                if (used := MODELS_USED.get()) is not None:
-                    used.append(resolved.spec)
+                self.watch.answered.append(resolved.spec)
                 return outcome
             error, reason, stopped = outcome
             history.append((resolved.spec, reason))
@@ -309,17 +331,17 @@ class ResilientModel(WrapperModel):
                 task.exception()  # retrieved: a killed attempt's error is expected
 
     def _heartbeat(self, spec: str, what: str) -> None:
-        sink = HEARTBEAT.get()
+        sink = self.watch.heartbeat
         if sink is not None:
             sink(f"{spec}: {what}")
 
     # -- helpers ----------------------------------------------------------------------------------
     def _window_allows(self, wait_s: float = 0.0) -> bool:
-        deadline = DEADLINE.get()
+        deadline = self.watch.deadline
         return deadline is None or deadline - self._clock() - wait_s >= self.resilience.min_retry_window_s
 
     def _no_time_left(self) -> str:
-        deadline = DEADLINE.get()
+        deadline = self.watch.deadline
         left = 0.0 if deadline is None else max(0.0, deadline - self._clock())
         window = self.resilience.min_retry_window_s
         return f"stopped: {left:.0f}s left before the deadline, under the {window:g}s retry window"

@@ -39,7 +39,10 @@ DEFAULT_TEXT_CAP = 8_000
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _FENCE = "+++"
 _TIERS: tuple[str, ...] = ("top", "standard", "light")
-_KEYS = frozenset({"name", "title", "tier", "tools", "timeout_s"})
+_KEYS = frozenset({"name", "title", "tier", "tools", "timeout_s", "tiers"})
+RISK_TIERS: tuple[Tier, ...] = ("trivial", "lite", "full")
+EXTRA_REVIEWER_TIERS: frozenset[Tier] = frozenset({"lite", "full"})
+"""Where a repository's or a plugin's reviewer runs unless it names its ``tiers``."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class ReviewerSpec:
     tools: frozenset[str] = ALL_TOOLS
     source: ReviewerSource = "builtin"
     timeout_s: float | None = None
+    tiers: frozenset[Tier] = EXTRA_REVIEWER_TIERS
+    """The risk tiers a repository's or a plugin's reviewer runs on (built-ins follow the roster's rules)."""
 
 
 def _prompt_text(file_name: str) -> str:
@@ -109,6 +114,9 @@ def parse_reviewer_file(name: str, text: str, source: ReviewerSource, *, origin:
     timeout = table.get("timeout_s")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
         raise ConfigError(f"{where}: 'timeout_s' must be a positive number")
+    tiers = table.get("tiers", sorted(EXTRA_REVIEWER_TIERS))
+    if not isinstance(tiers, list) or not tiers or any(t not in RISK_TIERS for t in tiers):
+        raise ConfigError(f"{where}: 'tiers' must be a non-empty list of {', '.join(RISK_TIERS)}")
     if not body:
         raise ConfigError(f"{where}: the reviewer prompt is empty")
     return ReviewerSpec(
@@ -119,6 +127,7 @@ def parse_reviewer_file(name: str, text: str, source: ReviewerSource, *, origin:
         tools=frozenset(tools),
         source=source,
         timeout_s=float(timeout) if timeout is not None else None,
+        tiers=frozenset(cast(list[Tier], tiers)),
     )
 
 
@@ -261,7 +270,8 @@ def select_reviewers(
     has_custom_rules: bool,
     has_agent_instructions: bool,
 ) -> list[str]:
-    """Names of the reviewers to run for ``tier``, in roster order, then repository extras by name."""
+    """Names of the reviewers to run for ``tier``, in roster order, then the repository's and plugins'
+    reviewers whose ``tiers`` include it, by name."""
     if tier == "trivial":
         wanted = {"generalist"}
     elif tier == "lite":
@@ -279,7 +289,8 @@ def select_reviewers(
         if has_custom_rules:
             wanted.add("compliance")
     chosen = [name for name in BUILTIN_REVIEWERS if name in wanted and name in available]
-    if tier != "trivial":
-        extras = (n for n, s in available.items() if s.source != "builtin" and n not in BUILTIN_REVIEWERS)
-        chosen.extend(sorted(extras))
+    extras = (
+        n for n, s in available.items() if s.source != "builtin" and n not in BUILTIN_REVIEWERS and tier in s.tiers
+    )
+    chosen.extend(sorted(extras))
     return chosen

@@ -1,14 +1,14 @@
 """Healthy provider replies for a panel of reviewers, keyed by model name ``REVIEWER-x``.
 
 Used with ``FakeProviderServer.script_source`` by the fault tests and ``make chaos``: each
-reviewer finds one problem of its own in ``PATH`` (AUTH_NEW of tests.engine_helpers), on its
-own line with its own title, so deduplication keeps one finding per reviewer; the
-coordinator keeps everything.
+reviewer finds one problem of its own in ``PATH`` (the lines match the ``AUTH_NEW`` sample
+change of codejury's test suite, ``tests/engine_helpers.py``), on its own line with its own
+title, so deduplication keeps one finding per reviewer; the coordinator keeps everything.
 """
 
 from __future__ import annotations
 
-from tests.fakes.provider_wire import Reply, ToolCallReply
+from codejury.testing.provider_wire import Reply, ToolCallReply
 
 PATH = "app/auth/users.py"
 REVIEWERS = ("security", "performance", "code_quality", "documentation")

@@ -24,7 +24,7 @@ from pydantic_ai.models import Model
 
 from codejury.models import registry
 from codejury.models.providers import BUILTIN_PROVIDERS
-from tests.fakes.provider_server import (
+from codejury.testing.provider_server import (
     DropReply,
     ErrorReply,
     FakeProviderServer,
@@ -36,7 +36,7 @@ from tests.fakes.provider_server import (
     ToolCallReply,
     truncated,
 )
-from tests.fakes.provider_wire import render_anthropic, render_openai
+from codejury.testing.provider_wire import render_anthropic, render_openai
 
 OPENAI = "openai:gpt-5-mini"
 ANTHROPIC = "anthropic:claude-haiku-4-5"

@@ -35,8 +35,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from tests.fakes.loopback import LoopbackServer, QuietHandler
-from tests.fakes.provider_wire import (
+from codejury.errors import TestDoubleError
+from codejury.testing.loopback import LoopbackServer, QuietHandler
+from codejury.testing.provider_wire import (
     DropReply,
     ErrorReply,
     FaultMaker,
@@ -307,7 +308,7 @@ def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Stopped(Exception):
+class _Stopped(TestDoubleError):
     """The server stopped while a handler was pausing."""
 
 

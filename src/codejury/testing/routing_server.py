@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from tests.fakes.loopback import LoopbackServer, QuietHandler
+from codejury.testing.loopback import LoopbackServer, QuietHandler
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 

@@ -1,0 +1,42 @@
+"""Analyzer evidence: deterministic tools run on the changed lines; their hits are candidates.
+
+Built in (each registered through the ``codejury_register_analyzers`` hook, see ``builtins``):
+
+- ``ruff``: ruff's security (``S``), bugbear (``B``) and a few precise error rules on changed
+  Python files (``analyzers.ruff``);
+- ``secrets``: detect-secrets on the added lines of every changed text file; a live provider
+  key is a critical (``analyzers.secret_scan``);
+- ``rules``: our ast-grep rule pack for classic defects in Python, JavaScript/TypeScript, Go,
+  Java and PHP (``analyzers.rules``, rules in ``analyzers/rules/*.yml``).
+
+``--evidence FILE`` adds SARIF from any other tool (``analyzers.sarif.SarifEvidence``).
+``collect_evidence`` runs them all at once within a budget (``analyzers.runner``), and
+``domain_for`` names the reviewer that owns each hit (``analyzers.domains``).
+"""
+
+from __future__ import annotations
+
+from codejury.analyzers.base import Analyzer, AnalyzerFailed, AnalyzerSkipped
+from codejury.analyzers.domains import DOMAIN_TABLE, Domain, domain_for
+from codejury.analyzers.runner import EvidenceReport, collect_evidence
+
+__all__ = [
+    "DOMAIN_TABLE",
+    "Analyzer",
+    "AnalyzerFailed",
+    "AnalyzerSkipped",
+    "Domain",
+    "EvidenceReport",
+    "builtin_analyzers",
+    "collect_evidence",
+    "domain_for",
+]
+
+
+def builtin_analyzers() -> dict[str, Analyzer]:
+    """The built-in analyzers by registered name, freshly made."""
+    from codejury.analyzers.ruff import RuffAnalyzer
+    from codejury.analyzers.rules import RulePackAnalyzer
+    from codejury.analyzers.secret_scan import SecretScanner
+
+    return {"ruff": RuffAnalyzer(), "secrets": SecretScanner(), "rules": RulePackAnalyzer()}

@@ -1,0 +1,156 @@
+"""What every analyzer shares: the contract, the changed lines, the head-side files, a bounded tool run.
+
+An analyzer is any object with ``async analyze(change) -> list[Evidence]`` (``Analyzer``). It
+raises ``AnalyzerSkipped`` when it cannot run here (its tool is not installed, the change has no
+head-side tree to read): the review shows that as one line and goes on. Any other exception, or
+running past its time, is a crash, also one line (``runner.collect_evidence``).
+
+External tools run through ``run_tool``: no shell, a wall-clock limit, output capped while it is
+read, and the process killed on timeout or cancellation, so a hung or chatty tool costs at most
+its limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from codejury.bounded_io import human_size
+from codejury.change.types import ChangeSet, FileChange
+from codejury.errors import CodejuryError
+from codejury.evidence import Evidence
+
+MAX_TOOL_OUTPUT_BYTES = 16 * 1024 * 1024
+"""What one analyzer process may print (JSON of its hits) before it is stopped."""
+MAX_ANALYZED_FILE_BYTES = 2 * 1024 * 1024
+"""A head-side file larger than this is not handed to an analyzer (generated or data, not code)."""
+TOOL_TIMEOUT_S = 60.0
+"""Wall-clock limit of one analyzer process."""
+
+
+class AnalyzerSkipped(CodejuryError):
+    """The analyzer cannot run on this change here (not installed, nothing to read); never fatal."""
+
+
+class AnalyzerFailed(CodejuryError):
+    """The analyzer ran and failed (bad exit, unreadable output, over its limits); never fatal."""
+
+
+@runtime_checkable
+class Analyzer(Protocol):
+    """An analyzer registered through ``codejury_register_analyzers``."""
+
+    async def analyze(self, change: ChangeSet) -> list[Evidence]:
+        """Return evidence about the change's changed lines (raise ``AnalyzerSkipped`` when it cannot run)."""
+        ...
+
+
+def added_lines(change: ChangeSet) -> dict[str, frozenset[int]]:
+    """New-side numbers of the added lines of every file that still exists, by path."""
+    return {f.path: f.added_lines for f in change.files if f.status != "deleted" and not f.is_binary and f.hunks}
+
+
+def on_changed_lines(evidence: Iterable[Evidence], changed: Mapping[str, frozenset[int]]) -> list[Evidence]:
+    """Keep the evidence whose line range touches an added line of its file."""
+    kept: list[Evidence] = []
+    for item in evidence:
+        lines = changed.get(item.path)
+        if lines and any(item.start_line <= n <= item.end_line for n in lines):
+            kept.append(item)
+    return kept
+
+
+def head_files(change: ChangeSet, suffixes: Sequence[str] | None = None) -> list[str]:
+    """Changed files (with added lines) that exist as regular files inside ``change.root``.
+
+    Paths stay relative to the root; a path that leaves the root (``..``, a symlink out) or a file
+    over ``MAX_ANALYZED_FILE_BYTES`` is left out. ``suffixes`` filters by file name ending.
+    """
+    if change.root is None:
+        return []
+    root = change.root.resolve()
+    found: list[str] = []
+    for file in _with_added_lines(change.files):
+        if suffixes is not None and not file.path.lower().endswith(tuple(suffixes)):
+            continue
+        target = (root / file.path).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            continue
+        if target.stat().st_size > MAX_ANALYZED_FILE_BYTES:
+            continue
+        found.append(file.path)
+    return found
+
+
+def _with_added_lines(files: Iterable[FileChange]) -> Iterable[FileChange]:
+    return (f for f in files if f.status != "deleted" and not f.is_binary and f.additions)
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """What a finished tool process returned."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    def stderr_line(self) -> str:
+        """The last non-blank line of stderr (what a tool says when it fails), shortened."""
+        lines = [ln.strip() for ln in self.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1][:200] if lines else "no message"
+
+
+async def run_tool(
+    argv: Sequence[str | Path],
+    *,
+    cwd: Path | None,
+    name: str,
+    timeout_s: float = TOOL_TIMEOUT_S,
+    limit: int = MAX_TOOL_OUTPUT_BYTES,
+) -> ToolRun:
+    """Run ``argv`` without a shell; raise ``AnalyzerFailed`` past ``timeout_s`` or ``limit`` bytes of output."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *map(str, argv),
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its own process group: a timeout stops whatever it started too
+        )
+    except OSError as exc:
+        raise AnalyzerFailed(f"{name} could not start: {exc.strerror or exc}") from exc
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        async with asyncio.timeout(timeout_s):
+            stdout, stderr = await asyncio.gather(
+                _read_capped(proc.stdout, limit, name), _read_capped(proc.stderr, 64 * 1024, name, keep_tail=True)
+            )
+            returncode = await proc.wait()
+    except TimeoutError as exc:
+        raise AnalyzerFailed(f"{name} ran past its {timeout_s:g} s limit and was stopped") from exc
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.wait())
+    return ToolRun(returncode, stdout, stderr)
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int, name: str, *, keep_tail: bool = False) -> bytes:
+    data = bytearray()
+    while chunk := await stream.read(64 * 1024):
+        data += chunk
+        if len(data) > limit:
+            if keep_tail:
+                del data[: len(data) - limit]
+                continue
+            raise AnalyzerFailed(f"{name} printed more than {human_size(limit)}; stopped")
+    return bytes(data)

@@ -1,0 +1,155 @@
+"""Committed credentials on the added lines of every changed text file (detect-secrets, offline).
+
+Only the added lines are scanned: each changed file is rebuilt in a private temporary directory
+with its added lines at their own line numbers and every other line blank, under its own name (so
+detect-secrets' per-file-type rules and filters apply). That needs no head-side tree, so a plain
+diff is scanned too, and unchanged lines cost nothing.
+
+What a hit becomes (one per line, the strongest kind on it):
+
+- a provider's key format (Stripe live key, AWS access key, GitHub/GitLab/Slack/npm/PyPI/OpenAI
+  token, a private key block, ...): **critical**, a **warning** in a test or fixture path (test
+  certificates and keys are often committed on purpose);
+- a credential-named variable assigned a literal that looks generated (letters and digits, at
+  least 12 characters): **warning**;
+- dropped: values that mark themselves as placeholders or test keys (``EXAMPLE``, ``dummy``,
+  ``changeme``, ``your_…``, ``xxxx``, ``sk_test_``, ``${…}``, ``user:pass@``), high-entropy strings with nothing
+  else to say they are secrets (hashes, ids, fixtures), public IP addresses, short or
+  dictionary-word passwords.
+
+The secret itself never goes into the evidence: messages show its first characters only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from codejury.analyzers.base import AnalyzerSkipped
+from codejury.change.types import ChangeSet, FileChange
+from codejury.evidence import Evidence
+from codejury.findings import Severity
+
+MAX_LINE_CHARS = 4_000
+"""Longer added lines (minified code, data) are not scanned."""
+KEYWORD_TYPE = "Secret Keyword"
+DROPPED_TYPES = frozenset({"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"})
+WARNING_TYPES = frozenset({"JSON Web Token", "Basic Auth Credentials"})
+"""Provider-format hits that are often sample data: a warning, not a critical."""
+_PLACEHOLDER = re.compile(
+    r"example|sample|dummy|placeholder|changeme|change_me|your[_-]|xxxx|\*\*\*|redacted|fake|"
+    r"sk_test_|pk_test_|rk_test_|_test_|<[^>]*>|\$\{|\{\{|%\(",
+    re.IGNORECASE,
+)
+_PLACEHOLDER_WORDS = frozenset(
+    {"pass", "passwd", "password", "secret", "user", "username", "admin", "root", "test", "token", "key", "pwd"}
+)
+_GENERATED = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)\S{12,}$")
+_TEST_PATH = re.compile(r"(^|/)(tests?|spec|specs|fixtures?|testdata|__tests__|examples?)(/|$)|(^|/)test_[^/]*$")
+_LOCK = threading.Lock()
+"""detect-secrets keeps its settings in a process-wide global: one scan at a time."""
+
+
+@dataclass(frozen=True)
+class _Hit:
+    path: str
+    line: int
+    kind: str
+    value: str
+
+
+class SecretScanner:
+    """detect-secrets over the added lines of every changed file."""
+
+    name = "secrets"
+
+    async def analyze(self, change: ChangeSet) -> list[Evidence]:
+        files = [f for f in change.files if f.status != "deleted" and not f.is_binary and f.additions]
+        if not files:
+            return []
+        if importlib.util.find_spec("detect_secrets") is None:
+            raise AnalyzerSkipped("secrets skipped: detect-secrets is not installed (pip install detect-secrets)")
+        hits = await asyncio.to_thread(_scan, files)
+        return _evidence(hits, self.name)
+
+
+def _scan(files: Sequence[FileChange]) -> list[_Hit]:
+    from detect_secrets.core.secrets_collection import SecretsCollection
+    from detect_secrets.settings import default_settings
+
+    with tempfile.TemporaryDirectory(prefix="codejury-secrets-") as tmp:
+        root = Path(tmp)
+        names = [_write_added_lines(root, f) for f in files]
+        collection = SecretsCollection(root=tmp)
+        with _LOCK, default_settings():
+            for name in names:
+                if name is not None:
+                    collection.scan_file(name)
+        by_name = {n: f.path for n, f in zip(names, files, strict=True) if n is not None}
+        return [
+            _Hit(by_name[filename], s.line_number, s.type, s.secret_value or "")
+            for filename, s in collection
+            if filename in by_name
+        ]
+
+
+def _write_added_lines(root: Path, file: FileChange) -> str | None:
+    """Write ``file``'s added lines at their line numbers under a safe copy of its name."""
+    parts = [p for p in PurePosixPath(file.path).parts if p not in ("", ".", "..", "/")]
+    if not parts:
+        return None
+    name = "/".join(parts)
+    lines: dict[int, str] = {}
+    for hunk in file.hunks:
+        for line in hunk.lines:
+            if line.kind == "+" and line.new_no is not None and len(line.text) <= MAX_LINE_CHARS:
+                lines[line.new_no] = line.text.rstrip("\r\n")
+    if not lines:
+        return None
+    target = root / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    last = max(lines)
+    target.write_text("\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", encoding="utf-8")
+    return name
+
+
+def _evidence(hits: Sequence[_Hit], analyzer: str) -> list[Evidence]:
+    best: dict[tuple[str, int], tuple[int, Evidence]] = {}
+    for hit in hits:
+        graded = _grade(hit)
+        if graded is None:
+            continue
+        severity, rule = graded
+        rank = ("suggestion", "warning", "critical").index(severity)
+        key = (hit.path, hit.line)
+        if key in best and best[key][0] >= rank:
+            continue
+        shown = hit.value[:8] + "…" if len(hit.value) > 8 else "…"
+        what = "a credential" if hit.kind == KEYWORD_TYPE else f"a {hit.kind.lower()}"
+        message = (
+            f"{what[0].upper()}{what[1:]} is committed in the code ({shown}): anyone who can read the repository "
+            "can use it. Revoke and rotate it, and read it from the environment or a secret store."
+        )
+        best[key] = (rank, Evidence(
+            analyzer=analyzer, rule=rule, path=hit.path, start_line=hit.line, end_line=hit.line,
+            severity=severity, message=message,
+        ))  # fmt: skip
+    return [ev for _, ev in sorted(best.values(), key=lambda item: (item[1].path, item[1].start_line))]
+
+
+def _grade(hit: _Hit) -> tuple[Severity, str] | None:
+    """(severity, rule) for a hit, or None to drop it (see the module docstring)."""
+    if hit.kind in DROPPED_TYPES or _PLACEHOLDER.search(hit.value) or hit.value.lower() in _PLACEHOLDER_WORDS:
+        return None
+    rule = re.sub(r"[^a-z0-9]+", "-", hit.kind.lower()).strip("-")
+    if hit.kind == KEYWORD_TYPE:
+        return ("warning", rule) if _GENERATED.match(hit.value) else None
+    if hit.kind in WARNING_TYPES or _TEST_PATH.search(hit.path.lower()):
+        return "warning", rule
+    return "critical", rule

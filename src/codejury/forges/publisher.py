@@ -1,0 +1,69 @@
+"""The forge as a publisher of the pipeline's publish stage: the review posted on the merge request.
+
+``ForgePublisher`` wraps an open forge adapter and what it read before the review (the bot's
+earlier comments and threads): a finished review becomes the summary comment, inline threads and
+approval state; a review that failed becomes the failure note (and withdraws an earlier approval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from codejury.change.types import FileChange
+from codejury.findings import Plan, Review
+from codejury.forges.plan import Forge, PreviousState
+from codejury.record.events import EventLog
+
+
+class ForgePublisher:
+    """Posts the review on the merge request (``--publish``)."""
+
+    def __init__(
+        self,
+        forge: Forge,
+        previous: PreviousState,
+        files: Sequence[FileChange],
+        *,
+        fail_on: str,
+        approve: bool,
+        max_inline: int,
+        events: EventLog,
+        say: Callable[[str], None],
+    ) -> None:
+        self.forge = forge
+        self.previous = previous
+        self.files = files
+        self.fail_on = fail_on
+        self.approve = approve
+        self.max_inline = max_inline
+        self.events = events
+        self.say = say
+
+    async def publish(self, result: Review | Plan) -> None:
+        if not isinstance(result, Review):
+            return  # a dry run posts nothing
+        forge = self.forge
+        plan = await forge.publish_review(
+            result,
+            self.files,
+            self.previous,
+            fail_on=self.fail_on,
+            approve=self.approve,
+            max_inline=self.max_inline,
+        )
+        self.events.emit(
+            "published",
+            forge=forge.forge_name,
+            posted=len(forge.posted),
+            approval=plan.approval,
+            break_glass_by=list(forge.break_glass_by),
+        )
+        if not forge.read_only:
+            done = ", ".join(forge.posted) if forge.posted else "nothing new to post"
+            self.say(f"published on {forge.web_url}: {done}")
+
+    async def publish_failure(self, reason: str) -> None:
+        forge = self.forge
+        await forge.publish_failure(self.previous, f"no reviewer succeeded ({reason})", forge.head_sha)
+        if not forge.read_only:
+            self.say(f"posted the failure note on {forge.web_url}")

@@ -1,0 +1,154 @@
+"""The judge stage: reflection (optional), dedup, the coordinator's pass, and disputed findings.
+
+Everything between "the reviewers answered" and "the rubric decides": reviewers may amend each
+other's findings (reflection), the same issue found twice is kept once, the coordinator drops
+speculative findings and re-categorises, and on a forge re-review it judges the human replies
+that dispute earlier findings. A coordinator that cannot run leaves the review unjudged, which
+is never an approval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from codejury.agents.panel import PanelResult, agent_model, answered_by, count, finished
+from codejury.agents.runner import AgentOutcome, ChangeContext
+from codejury.evidence import Evidence
+from codejury.findings import Finding, FindingDraft, ReplyVerdict, ReviewerReport
+from codejury.fingerprint import fingerprint
+from codejury.judge import anchors, coordinator, reflection
+from codejury.judge.dedup import deduplicate
+from codejury.judge.grounding import demote_unproven, ground_stage, is_weak
+from codejury.judge.replies import judge_disputes
+from codejury.models.selection import ReviewModels
+from codejury.reviewers.roster import coordinator_prompt
+from codejury.runstate import ReviewRun
+
+NO_MODEL = "every model in its failback chain is disabled"
+
+
+@dataclass
+class Judgement:
+    """The judged findings, what was dropped and why, and the reports of every extra agent run."""
+
+    findings: list[Finding]
+    dropped: dict[str, int]
+    coordinator: ReviewerReport
+    judged: bool = True
+    reports: list[ReviewerReport] = field(default_factory=list)
+    replies: list[ReplyVerdict] = field(default_factory=list)
+
+
+async def judge_stage(
+    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, panel: PanelResult, evidence: Sequence[Evidence] = ()
+) -> Judgement:
+    """Reflection → dedup → grounding (evidence, verification) → coordinator → disputes."""
+    findings, reports = await _reflect(run, ctx, models, panel)
+    findings, dupes = deduplicate(_unique(findings))
+    dropped = dict(panel.dropped)
+    if dupes:
+        dropped["duplicate"] = dropped.get("duplicate", 0) + len(dupes)
+    grounded = await ground_stage(run, models, findings, evidence)
+    for reason, n in grounded.dropped.items():
+        dropped[reason] = dropped.get(reason, 0) + n
+    judgement = await _coordinate(run, ctx, models, grounded.findings, dropped)
+    judgement.reports[:0] = [*reports, *grounded.reports]
+    # The coordinator may re-grade: a weak model's claim that nothing backs still cannot block.
+    judgement.findings = [
+        demote_unproven(f, is_weak(run, models, run.selection.models.get(f.reviewer))) for f in judgement.findings
+    ]
+    await _disputes(run, ctx, models, judgement)
+    judgement.findings.sort(key=lambda f: (-_rank(f.severity), f.path, f.start_line))
+    return judgement
+
+
+async def _reflect(
+    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, panel: PanelResult
+) -> tuple[list[Finding], list[ReviewerReport]]:
+    if not (run.settings.reflection and panel.findings):
+        return panel.findings, []
+    files_by_path = {f.path: f for f in run.selection.kept}
+
+    def to_finding(reviewer: str, draft: FindingDraft) -> Finding | None:
+        res = anchors.anchor(reviewer, draft, files_by_path)
+        return None if isinstance(res, str) else res
+
+    limits = run.limits_for("reflection")
+    trio = []
+    for name in panel.ok_names:
+        spec = run.selection.models[name]
+        if spec is not None:
+            model, _ = agent_model(run, models, f"{name}:reflection", spec, time.monotonic() + limits.timeout_s)
+            trio.append((name, run.config.reviewers[name].prompt, model))
+    findings, outcomes = await reflection.reflect(
+        ctx, panel.findings, trio, limits=limits, prices=run.prices, events=run.events, to_finding=to_finding
+    )
+    reports = [_report(f"{name}:reflection", run.selection.models[name] or "-", outcome) for name, outcome in outcomes]
+    return findings, reports
+
+
+async def _coordinate(
+    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, findings: list[Finding], dropped: dict[str, int]
+) -> Judgement:
+    spec = run.selection.models["coordinator"]
+    if not findings:
+        return Judgement(findings, dropped, ReviewerReport(name="coordinator", model=spec or "-", status="skipped"))
+    if spec is None:
+        report = ReviewerReport(name="coordinator", model="-", status="failed", error=NO_MODEL)
+        return Judgement(findings, dropped, report, judged=False)
+    run.options.say(f"coordinator started ({spec}): judging {count(len(findings), 'finding')}")
+    limits = run.limits_for("coordinator")
+    model, watch = agent_model(run, models, "coordinator", spec, time.monotonic() + limits.timeout_s)
+    kept, judge_dropped, outcome = await coordinator.judge(
+        ctx,
+        findings,
+        prompt=coordinator_prompt(),
+        model=model,
+        limits=limits,
+        prices=run.prices,
+        events=run.events,
+        sections=list(run.config.reviewers),
+    )
+    run.options.say(finished("coordinator", outcome, f"{count(len(kept), 'finding')} kept"))
+    for reason, n in judge_dropped.items():
+        dropped[reason] = dropped.get(reason, 0) + n
+    return Judgement(kept, dropped, _report("coordinator", answered_by(watch, spec), outcome), judged=outcome.ok)
+
+
+async def _disputes(run: ReviewRun, ctx: ChangeContext, models: ReviewModels, judgement: Judgement) -> None:
+    spec = run.selection.models["coordinator"]
+    if not run.options.disputes or spec is None:
+        return
+    limits = run.limits_for("coordinator")
+    model, watch = agent_model(run, models, "coordinator", spec, time.monotonic() + limits.timeout_s)
+    replies, outcomes = await judge_disputes(
+        ctx,
+        run.options.disputes,
+        {fingerprint(f): f for f in judgement.findings},
+        model=model,
+        limits=limits,
+        prices=run.prices,
+        events=run.events,
+    )
+    judgement.replies = replies
+    judgement.reports += [_report("coordinator:reply", answered_by(watch, spec), o) for o in outcomes]
+
+
+def _report(name: str, model: str, outcome: AgentOutcome) -> ReviewerReport:
+    return ReviewerReport.from_usage(name, model, "ok" if outcome.ok else "failed", outcome.usage, outcome.error)
+
+
+def _rank(severity: str) -> int:
+    return {"critical": 3, "warning": 2, "suggestion": 1}.get(severity, 0)
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: set[str] = set()
+    out = []
+    for f in findings:
+        if f.id not in seen:
+            seen.add(f.id)
+            out.append(f)
+    return out

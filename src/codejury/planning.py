@@ -1,0 +1,72 @@
+"""The dry-run stage: what a review would do, with no model built or called.
+
+Tokens are estimated per reviewer (its static prompt, the shared context and the patches of the
+files it looks at), priced with the configured prices, and every chosen model is checked for
+whether it could run here (provider known and enabled, key set, embedded runtime installed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codejury.agents import prompts
+from codejury.change.classify import is_release_file
+from codejury.change.types import FileChange
+from codejury.findings import Plan, PlannedReviewer, Usage
+from codejury.models.pricing import estimate_tokens
+from codejury.reviewers.roster import coordinator_prompt, shared_rules
+from codejury.runstate import ReviewRun
+from codejury.workspace import numbered_patch
+
+
+def reviewer_files(name: str, files: Sequence[FileChange]) -> list[FileChange]:
+    """The files a reviewer looks at: the release reviewer only release files, the rest all."""
+    if name == "release":
+        return [f for f in files if is_release_file(f.path)]
+    return list(files)
+
+
+def plan_stage(run: ReviewRun) -> Plan:
+    """The plan of ``run``: tier, reviewers and their models and files, tokens, cost, unusable models."""
+    config, selection = run.config, run.selection
+    kept = list(selection.kept)
+    context_text = prompts.shared_context(
+        run.change, kept, repo_instructions=config.repo_instructions, custom_rules=config.custom_rules
+    )
+    rules = shared_rules()
+    patch_tokens = {f.path: estimate_tokens(numbered_patch(f)) for f in kept}
+    planned: list[PlannedReviewer] = []
+    total_tokens = 0
+    cost = 0.0
+    for name in [*selection.names, "coordinator"] if selection.names else []:
+        spec = selection.models[name]
+        files = reviewer_files(name, kept) if name != "coordinator" else kept
+        prompt = config.reviewers[name].prompt if name != "coordinator" else coordinator_prompt()
+        tokens = estimate_tokens(prompts.static_prompt(rules, config.prompt_sections, prompt) + context_text)
+        tokens += sum(patch_tokens[f.path] for f in files)
+        total_tokens += tokens
+        if spec:
+            cost += run.prices.cost(spec, Usage(input_tokens=tokens))
+        if name != "coordinator":
+            planned.append(
+                PlannedReviewer(name=name, model=spec or "(no enabled model)", files=[f.path for f in files])
+            )
+    return Plan(
+        tier=selection.tier,
+        reviewers=planned,
+        coordinator_model=selection.models.get("coordinator") or "(no enabled model)",
+        skipped_files=list(selection.skipped),
+        estimated_input_tokens=total_tokens,
+        estimated_cost_usd=round(cost, 4),
+        model_problems=_model_problems(run),
+    )
+
+
+def _model_problems(run: ReviewRun) -> dict[str, str]:
+    """Why each chosen model could not run here; none with a caller's own resolver (it brings its models)."""
+    if run.options.resolver is not None:
+        return {}
+    from codejury.models.readiness import model_problem
+
+    specs = sorted({m for m in run.selection.models.values() if m})
+    return {m: why for m in specs if (why := model_problem(m, run.config.providers, run.options.env))}

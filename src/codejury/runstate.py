@@ -1,0 +1,125 @@
+"""What the stages of one review share: the caller's options, and the frozen state of the run.
+
+``ReviewOptions`` is what a caller (the CLI, ``codejury eval``, a review service's worker)
+chooses: settings, environment, where events, warnings and progress lines go, who publishes and
+who records. ``ReviewRun`` is what the first stages decided and every later stage reads: the
+assembled configuration, the files kept and skipped, the tier, the panel and its models.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from codejury.agents.runner import Limits
+from codejury.change.types import ChangeSet, FileChange
+from codejury.config import ReviewConfig, Settings
+from codejury.findings import Disagreement, Plan, Review, SkippedFile, Tier
+from codejury.models.pricing import PriceTable
+from codejury.record.events import EventLog
+from codejury.resilience import BreakerBoard
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from codejury.models.selection import Resolver
+
+Baseline = Literal["naive"]
+
+
+class Publisher(Protocol):
+    """Where a finished review goes (stdout or a file, a merge request): the publish stage calls each in order."""
+
+    async def publish(self, result: Review | Plan) -> None: ...
+
+    async def publish_failure(self, reason: str) -> None:
+        """No reviewer succeeded: say so where the review would have gone (never as an approval)."""
+        ...
+
+
+class Recorder(Protocol):
+    """A sink for the finished review (a store, metrics): never blocks or fails the review."""
+
+    async def record(self, result: Review, events: EventLog) -> None: ...
+
+
+@dataclass
+class ReviewOptions:
+    """How to run one review: chosen by the caller."""
+
+    settings: Settings
+    env: Mapping[str, str]
+    events: EventLog
+    warn: Callable[[str], None]
+    break_glass: bool = False
+    dry_run: bool = False
+    plugins: Sequence[str] = ()
+    notices: Sequence[str] = ()
+    resolver: Resolver | None = None
+    workspace_dir: Path | None = None
+    board: BreakerBoard | None = None
+    """Circuit breakers; None: the process's board for these breaker settings."""
+    disputes: Sequence[Disagreement] = ()
+    """Human replies disputing the bot's earlier findings (forge re-reviews): the coordinator judges them."""
+    progress: Callable[[str], None] | None = None
+    """Where a line goes as each stage starts and ends (stderr in the CLI); None: nowhere."""
+    publishers: Sequence[Publisher] = ()
+    recorders: Sequence[Recorder] = ()
+    plugin_manager: pluggy.PluginManager | None = None
+    """The review's plugin manager, when the caller already built it (it is built once per review)."""
+    baseline: Baseline | None = None
+    """``naive``: one plain prompt on the standard model instead of the panel (``codejury eval --baseline``)."""
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the filter and tier stages decided: the files a model sees, the panel and each one's model."""
+
+    kept: tuple[FileChange, ...]
+    skipped: tuple[SkippedFile, ...]
+    tier: Tier
+    names: tuple[str, ...]
+    models: Mapping[str, str | None]
+    """Reviewer (and ``coordinator``) → the model it runs on; None when every model of its chain is disabled."""
+
+    @property
+    def reviewable(self) -> bool:
+        return bool(self.kept and self.names)
+
+
+@dataclass(frozen=True)
+class ReviewRun:
+    """One review's frozen state, passed to every stage instead of long parameter lists."""
+
+    change: ChangeSet
+    config: ReviewConfig
+    options: ReviewOptions
+    selection: Selection
+    prices: PriceTable
+    break_glass: bool
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def events(self) -> EventLog:
+        return self.options.events
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+    def limits_for(self, name: str) -> Limits:
+        """A reviewer's budget: its own timeout when its spec sets one, else the settings'."""
+        spec = self.config.reviewers.get(name)
+        settings = self.settings
+        timeout = spec.timeout_s if spec and spec.timeout_s else settings.reviewer_timeout_s
+        return Limits(settings.max_tool_calls, settings.max_requests, settings.max_input_tokens, timeout)
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self.started, 3)

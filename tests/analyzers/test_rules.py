@@ -1,0 +1,91 @@
+"""Our ast-grep rule pack: each classic defect found on added lines, in each language, and safe code left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codejury.analyzers import AnalyzerSkipped
+from codejury.analyzers.rules import RulePackAnalyzer
+from tests.analyzers.helpers import hits, make_change
+
+CASES = {
+    "app/db.py": (
+        "def f(conn, term, code, cmd, password):\n"
+        "    conn.execute('SELECT * FROM t WHERE id = ?', (term,))\n"
+        "    conn.execute(f\"SELECT id FROM products WHERE name LIKE '%{term}%'\")\n"
+        "    eval(code)\n"
+        "    subprocess.run(cmd, shell=True)\n"
+        "    requests.get(url, verify=False)\n"
+        "    return hashlib.md5(password.encode()).hexdigest()\n",
+        {
+            "py-sql-built-from-strings": 3,
+            "py-eval-of-dynamic-code": 4,
+            "py-shell-command-from-input": 5,
+            "py-tls-verification-disabled": 6,
+            "py-weak-password-hash": 7,
+        },
+    ),
+    "web/search.js": (
+        "function r(query, db, cmd) {\n"
+        "  heading.textContent = query;\n"
+        "  heading.innerHTML = `results for <b>${query}</b>`;\n"
+        "  db.query(`SELECT * FROM users WHERE name = '${query}'`);\n"
+        "  exec(`ls ${cmd}`);\n"
+        "  const agent = new https.Agent({ rejectUnauthorized: false });\n"
+        "}\n",
+        {
+            "js-html-from-input": 3,
+            "js-sql-built-from-strings": 4,
+            "js-shell-command-from-input": 5,
+            "js-tls-verification-disabled": 6,
+        },
+    ),
+    "src/render.ts": (
+        "export function show(el: HTMLElement, q: string): void {\n  el.innerHTML = q;\n}\n",
+        {"js-html-from-input": 2},
+    ),
+    "internal/api.go": (
+        "package api\n\nfunc f(db *sql.DB, name string, r *http.Request) {\n"
+        "\tq := fmt.Sprintf(\"SELECT id FROM users WHERE name = '%s'\", name)\n"
+        "\tcfg := &tls.Config{InsecureSkipVerify: true}\n"
+        "\tjson.NewDecoder(r.Body).Decode(&req)\n"
+        '\tdb.Query("SELECT id FROM users WHERE name = $1", name)\n}\n',
+        {"go-sql-built-from-strings": 4, "go-tls-verification-disabled": 5, "quality-go-ignored-decode-error": 6},
+    ),
+    "src/Q.java": (
+        "class Q {\n  void f(Statement st, String name) throws Exception {\n"
+        '    st.executeQuery("SELECT * FROM users WHERE name = \'" + name + "\'");\n'
+        '    MessageDigest md = MessageDigest.getInstance("MD5");\n'
+        "    for (String line : lines) { Pattern p = Pattern.compile(glob); }\n  }\n}\n",
+        {"java-sql-built-from-strings": 3, "java-weak-hash": 4, "perf-java-pattern-compile-in-loop": 5},
+    ),
+    "src/Auth.php": (
+        "<?php\nfunction reset($id, $newPassword, $db) {\n"
+        "    $db->update($id, md5($newPassword));\n"
+        '    $db->query("SELECT * FROM users WHERE id = $id");\n}\n',
+        {"php-weak-password-hash": 3, "php-sql-built-from-strings": 4},
+    ),
+}
+
+
+@pytest.mark.parametrize("path", sorted(CASES))
+async def test_each_language_finds_its_planted_defects_and_nothing_else(tmp_path: Path, path: str) -> None:
+    text, expected = CASES[path]
+    evidence = await RulePackAnalyzer().analyze(make_change(tmp_path, {path: ("", text)}))
+    assert hits(evidence) == {(rule, path, line) for rule, line in expected.items()}
+
+
+async def test_defects_on_unchanged_lines_are_not_reported(tmp_path: Path) -> None:
+    old = "def f(conn, term):\n    conn.execute(f\"SELECT id FROM t WHERE name = '{term}'\")\n"
+    new = old + "\n\ndef g(code):\n    return eval(code)\n"
+    evidence = await RulePackAnalyzer().analyze(make_change(tmp_path, {"a.py": (old, new)}))
+    assert hits(evidence) == {("py-eval-of-dynamic-code", "a.py", 6)}
+    assert evidence[0].severity == "critical" and evidence[0].analyzer == "rules"
+
+
+async def test_missing_ast_grep_is_a_skip(tmp_path: Path) -> None:
+    change = make_change(tmp_path, {"a.py": ("", "x = 1\n")})
+    with pytest.raises(AnalyzerSkipped, match="ast-grep is not installed"):
+        await RulePackAnalyzer(binary=tmp_path / "nope").analyze(change)

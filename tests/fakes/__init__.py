@@ -1,1 +1,0 @@
-"""Test doubles that are part of the product's test kit: scripted model, fake servers."""
