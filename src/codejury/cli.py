@@ -87,6 +87,7 @@ class ReviewFlags:
     reflection: bool | None
     exclude: tuple[str, ...]
     evidence: tuple[str, ...]
+    baseline: str | None
     config_file: Path | None
     remote_config: str | None
     plugins: tuple[str, ...]
@@ -191,6 +192,12 @@ def cli() -> None:
 )
 @click.option("--reflection/--no-reflection", default=None, help="Run the reflection pass before the judge.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable.")
+@click.option(
+    "--baseline",
+    type=click.Choice(["naive"]),
+    default=None,
+    help="For measuring (codejury eval): one naive prompt on the same model instead of the panel.",
+)
 @click.option(
     "--evidence",
     multiple=True,
@@ -369,6 +376,7 @@ def _options(
         plugins=f.plugins,
         notices=(notice,) if notice else (),
         progress=_progress,
+        baseline="naive" if f.baseline == "naive" else None,
     )
     return settings, opts
 

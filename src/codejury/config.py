@@ -296,7 +296,7 @@ def check_provider(
     if provider.kind not in known_kinds:
         raise ConfigError(
             f"{settings.origin(f'providers.{name}.kind')} must be one of {', '.join(known_kinds)} "
-            f"(got {provider.kind!r}; a plugin's kind needs its plugin loaded)"
+            f"(got {provider.kind!r}); a plugin's kind needs its plugin loaded"
         )
     if known_kinds[provider.kind] and not (provider.base_url or inherited_base_url):
         article = "an" if provider.kind[:1].lower() in "aeiou" else "a"

@@ -51,6 +51,7 @@ def served(tmp_path: Path, server: FakeProviderServer) -> list[str]:
     (repo / PATH).write_text(AUTH_NEW)
     config = tmp_path / "codejury.toml"
     config.write_text(
+        "analyzers = false\n"  # output paths and exit codes, not the analyzers' hits on this diff
         f'[providers.teamgw]\nbase_url = "{server.openai_base_url}"\napi_key_env = "TEAMGW_KEY"\n'
         '[models]\ntop = "teamgw:big"\nstandard = "teamgw:mid"\nlight = "teamgw:small"\n'
     )

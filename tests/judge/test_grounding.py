@@ -40,12 +40,13 @@ async def test_a_weak_models_critical_that_fails_verification_is_dropped_and_cou
     assert "<patch>" in check and "<finding>" in check and "   10 + " in check  # the claim and its numbered code
 
 
-async def test_a_verified_critical_of_a_weak_model_still_blocks(tmp_path: Path) -> None:
+async def test_a_weak_models_own_check_is_not_enough_for_a_critical_to_block(tmp_path: Path) -> None:
     scripts = {"security": [Final([sqli()]), holds(True)], "coordinator": NO_DECISIONS}
     review, _ = await review_of(tmp_path, scripts, **WEAK)
     [f] = review.findings
-    assert (f.severity, f.verified, f.advisory) == ("critical", True, False)
-    assert review.verdict == "requested_changes"
+    assert (f.severity, f.verified, f.advisory) == ("warning", True, False)  # verified: it counts, as a warning
+    assert WEAK_NOTE in f.body
+    assert review.verdict == "approved_with_comments"
 
 
 async def test_an_unverifiable_critical_of_a_weak_model_is_an_advisory_warning(tmp_path: Path) -> None:
@@ -94,19 +95,31 @@ async def test_analyzer_evidence_backs_a_finding_so_a_weak_critical_blocks_unver
     assert review.verdict == "requested_changes"
 
 
-async def test_an_unclaimed_analyzer_hit_is_confirmed_by_its_owner_or_dropped(tmp_path: Path) -> None:
+async def test_an_unclaimed_analyzer_hit_is_confirmed_by_its_owner(tmp_path: Path) -> None:
     confirmed = Raw({"holds": True, "title": "SQL injection in find_user", "body": "Use a parameterised query."})
-    scripts = {"security": [Final([]), confirmed, Raw({"holds": False, "title": "", "body": ""})]}
-    review, resolver = await review_of(tmp_path, {**scripts, "coordinator": NO_DECISIONS}, analyzers=True, **WEAK)
+    scripts = {"security": [Final([]), confirmed], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, analyzers=True)
     by_line = {f.start_line: f for f in review.findings}
-    assert by_line[10].title == "SQL injection in find_user" and by_line[10].evidence == ["ruff:S608"]
+    assert by_line[10].title == "SQL injection in find_user" and "ruff:S608" in by_line[10].evidence
     assert by_line[10].verified is True and by_line[10].reviewer == "security"
-    # The committed key (line 14): a secret is a fact, published even when its confirmation says otherwise?
-    # No: a rejected hit is dropped; only an unanswered secret is kept.
-    rejected = review.dropped_findings.get(REJECTED, 0)
-    assert rejected + len(review.findings) >= 2
+    assert by_line[10].severity == "critical" and review.verdict == "requested_changes"
     confirm = resolver.models["security"].prompts[1]  # type: ignore[attr-defined]
     assert "S608" in confirm and "<finding>" in confirm
+
+
+async def test_a_strong_model_rejects_an_analyzer_hit_and_it_is_dropped(tmp_path: Path) -> None:
+    scripts = {"security": [Final([]), Raw({"holds": False, "title": "", "body": ""})], "coordinator": NO_DECISIONS}
+    review, _ = await review_of(tmp_path, scripts, analyzers=True)
+    assert review.findings == [] and review.dropped_findings[REJECTED] >= 2  # the query and the key
+    assert review.verdict == "approved"
+
+
+async def test_a_weak_model_cannot_veto_a_critical_analyzer_hit(tmp_path: Path) -> None:
+    scripts = {"security": [Final([]), Raw({"holds": False, "title": "", "body": ""})], "coordinator": NO_DECISIONS}
+    review, _ = await review_of(tmp_path, scripts, analyzers=True, **WEAK)
+    criticals = [f for f in review.findings if f.severity == "critical"]
+    assert criticals and all(f.evidence for f in criticals)  # the injection (S608 is critical) stays
+    assert review.verdict == "requested_changes"
 
 
 async def test_claim_text_cannot_close_the_verifiers_fence(tmp_path: Path) -> None:

@@ -205,6 +205,10 @@ def _providers(flags: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _gate(overall: Mapping[str, Any], thresholds: Mapping[str, float]) -> int:
+    """0, or 1 when a threshold is missed, or 3 when no case could be reviewed (the scores mean nothing)."""
+    if overall.get("cases") and overall.get("failed_cases") == overall.get("cases"):
+        _err("no case could be reviewed: the scores are not a measurement (see the table for each case's error)")
+        return 3
     missed = []
     for name, floor in thresholds.items():
         value = overall.get(name)

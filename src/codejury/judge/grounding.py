@@ -51,7 +51,7 @@ CHECK_TIMEOUT_S = 120.0
 SELF_EVIDENT = frozenset({"secrets"})
 """Analyzers whose hit is published even when no model could confirm it: a committed live key is a fact."""
 CONTEXT_LINES = 3
-WEAK_NOTE = "(Published as a warning: a critical from a small model needs analyzer evidence or a passed verification.)"
+WEAK_NOTE = "(Published as a warning: a critical from a small model needs analyzer evidence to block.)"
 
 VERIFY_PROMPT = (
     "You check one claim a code reviewer made about a change. You see the patch of one file "
@@ -133,7 +133,11 @@ async def ground_stage(
     findings = attach_evidence(findings, evidence)
     result = Grounded(findings=[])
     checker = _Checker(run, models)
-    for hit in sorted(unclaimed(findings, evidence), key=lambda e: (e.path, e.start_line)):
+    hits = sorted(unclaimed(findings, evidence), key=lambda e: (e.path, e.start_line))
+    to_check = sum(1 for f in findings if f.verified is None and _needs_check(run, models, f))
+    if hits or to_check:
+        run.options.say(f"grounding: {len(hits)} analyzer hit(s) to confirm, {to_check} finding(s) to verify")
+    for hit in hits:
         confirmed = await checker.confirm(hit, files.get(hit.path))
         if confirmed is None:
             result.dropped[REJECTED] = result.dropped.get(REJECTED, 0) + 1
@@ -142,8 +146,7 @@ async def ground_stage(
     for f in sorted(findings, key=lambda f: (f.path, f.start_line)):
         spec = run.selection.models.get(f.reviewer)
         weak = is_weak(run, models, spec)
-        needs_check = f.verified is None and (run.settings.verify == "all" or (run.settings.verify == "weak" and weak))
-        if needs_check and spec is not None:
+        if f.verified is None and _needs_check(run, models, f) and spec is not None:
             holds = await checker.verify(f, files.get(f.path), spec)
             if holds is False:
                 result.dropped[FAILED] = result.dropped.get(FAILED, 0) + 1
@@ -156,13 +159,25 @@ async def ground_stage(
     return result
 
 
+def _needs_check(run: ReviewRun, models: ReviewModels, f: Finding) -> bool:
+    verify = run.settings.verify
+    return verify == "all" or (verify == "weak" and is_weak(run, models, run.selection.models.get(f.reviewer)))
+
+
 def demote_unproven(f: Finding, weak: bool) -> Finding:
-    """A weak model's finding that nothing backs: advisory, and a critical published as a warning."""
-    if not weak or f.evidence or f.verified:
+    """A weak model's finding that no analyzer backs cannot block: its critical is published as a warning,
+    and it counts toward a blocking verdict only when a check verified it (else it is advisory).
+
+    A check by the same weak model is not proof enough for a critical: measured on the demo, the
+    embedded model verified 5 of 6 of its own claims, the invented "hardcoded customer ID" critical among them.
+    """
+    if not weak or f.evidence:
         return f
     if f.severity == "critical":
-        return f.model_copy(update={"severity": "warning", "advisory": True, "body": f"{f.body}\n\n{WEAK_NOTE}"})
-    return f.model_copy(update={"advisory": True})
+        return f.model_copy(
+            update={"severity": "warning", "advisory": not f.verified, "body": f"{f.body}\n\n{WEAK_NOTE}"}
+        )
+    return f if f.verified else f.model_copy(update={"advisory": True})
 
 
 class _Checker:
@@ -206,9 +221,15 @@ class _Checker:
             line=hit.start_line,
             holds=None if not isinstance(answer, Confirmation) else answer.holds,
         )
+        weak = is_weak(self.run, self.models, spec)
+        overruled = False
         if isinstance(answer, Confirmation) and not answer.holds:
-            return None
-        if not isinstance(answer, Confirmation) and hit.analyzer not in SELF_EVIDENT:
+            if not (weak and hit.severity == "critical"):
+                return None
+            # Measured on the demo: the embedded model rejected a textbook SQL injection that ruff's S608
+            # flagged. A weak model can no more veto a precise critical rule than it can block alone.
+            answer, overruled = None, True
+        if not isinstance(answer, Confirmation) and not overruled and hit.analyzer not in SELF_EVIDENT:
             return None  # only confirmed hits are published; a secret needs no model to be one
         title = answer.title.strip() if isinstance(answer, Confirmation) and answer.title.strip() else hit.message
         body = answer.body.strip() if isinstance(answer, Confirmation) and answer.body.strip() else hit.message
@@ -230,7 +251,11 @@ class _Checker:
         )
 
     async def _ask(self, who: str, spec: str, system: str, prompt: str, output: type[BaseModel]) -> BaseModel | None:
-        resolved: ResolvedModel = self.models.for_agent(spec, AgentWatch(deadline=time.monotonic() + CHECK_TIMEOUT_S))
+        warn = self.run.options.warn
+        watch = AgentWatch(
+            deadline=time.monotonic() + CHECK_TIMEOUT_S, heartbeat=lambda line: warn(f"{who} check: {line}")
+        )
+        resolved: ResolvedModel = self.models.for_agent(spec, watch)
         native = resolved.profile.output_mode == "native"
         agent: Agent[None, BaseModel] = Agent(
             resolved.model, output_type=NativeOutput(output) if native else output, system_prompt=system, retries=1
