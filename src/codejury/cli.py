@@ -285,7 +285,7 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
         change = _with_stdin_hint(f, source.load)
         settings, opts = _options(change, env, f, stack)
         output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
-        opts.plugin_manager, opts.publishers = pm, [output]
+        opts.plugin_manager, opts.publishers, opts.recorders = pm, [output], _recorders(pm, settings)
         result = await review(change, opts)
     if output.unwritten is not None:
         raise output.unwritten
@@ -381,6 +381,14 @@ def _options(
     return settings, opts
 
 
+def _recorders(pm: Any, settings: Settings) -> list[Any]:
+    """The registered recorders the settings turn on: a ``[plugins.NAME]`` table for recorder NAME."""
+    from codejury.plugins import collect_registry
+
+    factories = collect_registry(pm, "codejury_register_recorders")
+    return [factory(settings.plugins[name]) for name, factory in factories.items() if name in settings.plugins]
+
+
 def _check_event_log(opts: ReviewOptions, f: ReviewFlags) -> None:
     """After the review was printed or written: an event log that could not be written is exit 2."""
     failed = opts.events.write_error
@@ -447,6 +455,7 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
                         )
                     )
                 opts.disputes, opts.plugin_manager, opts.publishers = disputes(previous), pm, publishers
+                opts.recorders = _recorders(pm, settings)
                 result = await review(change, opts)
         except ForgeError as exc:
             done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"

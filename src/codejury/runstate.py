@@ -20,6 +20,7 @@ from codejury.config import ReviewConfig, Settings
 from codejury.findings import Disagreement, Plan, Review, SkippedFile, Tier
 from codejury.models.pricing import PriceTable
 from codejury.record.events import EventLog
+from codejury.record.recorders import Recorder
 from codejury.resilience import BreakerBoard
 
 if TYPE_CHECKING:
@@ -38,12 +39,6 @@ class Publisher(Protocol):
     async def publish_failure(self, reason: str) -> None:
         """No reviewer succeeded: say so where the review would have gone (never as an approval)."""
         ...
-
-
-class Recorder(Protocol):
-    """A sink for the finished review (a store, metrics): never blocks or fails the review."""
-
-    async def record(self, result: Review, events: EventLog) -> None: ...
 
 
 @dataclass

@@ -473,8 +473,15 @@ def test_the_naive_baseline_runs_beside_the_panel_on_the_embedded_model(tmp_path
     assert "naive baseline [1/1]" in proc.stderr
     assert "| metric | codejury | naive baseline |" in proc.stdout
     doc = json.loads(report.read_text())
-    for side in (doc, doc["baseline"]):
-        assert (side["overall"]["cases"], side["overall"]["failed_cases"]) == (1, 0), side["cases"][0]["error"]
-        assert side["cases"][0]["verdict"] is not None
-    assert {f["reviewer"] for f in doc["baseline"]["cases"][0]["found"]} <= {"naive"}
+    panel, naive = doc["cases"][0], doc["baseline"]["cases"][0]
+    assert (doc["overall"]["cases"], doc["overall"]["failed_cases"]) == (1, 0), panel["error"]
+    assert panel["verdict"] is not None
+    # Measured here: the naive prompt on the embedded model can write JSON past its 1,024-token output
+    # budget (the grammar lets it pad with whitespace). That is a scored outcome of the baseline, a
+    # failed case with its one-line reason, never a crash of the eval.
+    if naive["error"] is None:
+        assert naive["verdict"] is not None
+        assert {f["reviewer"] for f in naive["found"]} <= {"naive"}
+    else:
+        assert "token limit" in naive["error"] and "\n" not in naive["error"]
     assert doc["cases"][0]["id"] == doc["baseline"]["cases"][0]["id"]
