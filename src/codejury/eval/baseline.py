@@ -44,7 +44,7 @@ class NaiveOutput(BaseModel):
     """The naive prompt's answer: short notes first (a small model then commits to fewer, shorter
     findings, as the inline reviewers do), and the most important problems as findings."""
 
-    notes: str = Field(description="Short notes: each problem you see on a '+' line, with its line number.")
+    notes: str = Field(default="", description="Short notes: each problem you see on a '+' line, with its line number.")
     findings: list[FindingDraft] = Field(default_factory=list, max_length=MAX_FINDINGS)
 
 
