@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from codejury.agents.panel import PanelResult, agent_model, answered_by, count, finished
 from codejury.agents.runner import AgentOutcome, ChangeContext
 from codejury.evidence import Evidence
-from codejury.findings import Finding, FindingDraft, ReplyVerdict, ReviewerReport
+from codejury.findings import SEVERITY_RANK, Finding, FindingDraft, ReplyVerdict, ReviewerReport
 from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
@@ -60,7 +60,7 @@ async def judge_stage(
         demote_unproven(f, is_weak(run, models, run.selection.models.get(f.reviewer))) for f in judgement.findings
     ]
     await _disputes(run, ctx, models, judgement)
-    judgement.findings.sort(key=lambda f: (-_rank(f.severity), f.path, f.start_line))
+    judgement.findings.sort(key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line))
     return judgement
 
 
@@ -138,10 +138,6 @@ async def _disputes(run: ReviewRun, ctx: ChangeContext, models: ReviewModels, ju
 
 def _report(name: str, model: str, outcome: AgentOutcome) -> ReviewerReport:
     return ReviewerReport.from_usage(name, model, "ok" if outcome.ok else "failed", outcome.usage, outcome.error)
-
-
-def _rank(severity: str) -> int:
-    return {"critical": 3, "warning": 2, "suggestion": 1}.get(severity, 0)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
