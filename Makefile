@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-install
 
-.PHONY: demo test test-fast lint bench chaos install eval-dev eval-golden
+.PHONY: demo test test-deps test-fast lint bench chaos install eval-dev eval-golden
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,24 @@ demo: $(STAMP)
 	cd $$dir && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
 
 ## Lint, then run the whole test suite, including the end-to-end tests on the embedded model.
-test: lint
+test: lint test-deps
 	$(VENV)/bin/pytest -q
+
+# Debian packages the tests start for real (PostgreSQL for the review store, Chromium and its driver for the
+# dashboard), installed when absent.
+TEST_DEBS ?= postgresql chromium chromium-driver
+
+## Install the system packages the tests need (apt-get, as root) when they are missing; else say which.
+test-deps:
+	@missing=""; \
+	for pkg in $(TEST_DEBS); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "test-deps: installing$$missing" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else \
+		echo "test-deps: not installed:$$missing (the tests that need them skip, saying why)" >&2; \
+	fi
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not embedded"
@@ -43,6 +59,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/engine.py
 	$(PY) benchmarks/publish.py
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/stats.py
+	$(PY) benchmarks/dashboard.py
+	$(PY) benchmarks/telemetry.py
+	$(PY) benchmarks/index.py
 
 ## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers.
 chaos: $(STAMP)

@@ -67,7 +67,7 @@ async def scale_once(n_files: int, lines: int) -> dict[str, Any]:
             env={},
             events=events,
             warn=lambda _msg: None,
-            resolver=ScriptedResolver(scripts),
+            plugin_manager=ScriptedResolver(scripts).plugin_manager(),
         )
         result = await review(change, opts)
     assert isinstance(result, Review)
@@ -162,6 +162,7 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
     from codejury.pipeline import ReviewOptions, configure, review
     from codejury.record.events import EventLog
     from codejury.reviewers.roster import shared_rules
+    from codejury.testing.scripted import ScriptedResolver
     from codejury.workspace import numbered_patch
 
     first_requests: dict[str, int] = {}
@@ -185,13 +186,21 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
 
     names = ["security", "performance", "code_quality", "documentation", "release", "agents_md", "compliance"]
     settings = Settings(
-        models={"top": "s:top", "standard": "s:standard", "light": "s:light"},
-        reviewer_models={n: f"s:{n}" for n in names},
+        models={"top": "scripted:top", "standard": "scripted:standard", "light": "scripted:light"},
+        reviewer_models={n: f"scripted:{n}" for n in names},
     )
+
+    class Measuring(ScriptedResolver):
+        """The scripted-models plugin, with models that measure their first request."""
+
+        def __call__(self, spec: str, config: object) -> ResolvedModel:
+            return resolver(spec, config)
+
     with tempfile.TemporaryDirectory() as tmp:
         source, change = full_tier_change(Path(tmp), extra=extra)
         with source, EventLog(None, run_id="bench") as events:
-            opts = ReviewOptions(settings=settings, env={}, events=events, warn=lambda _m: None, resolver=resolver)
+            pm = Measuring({}).plugin_manager()
+            opts = ReviewOptions(settings=settings, env={}, events=events, warn=lambda _m: None, plugin_manager=pm)
             result = await review(change, opts)
             config = await configure(change, opts)
         ran = [r.name for r in result.reviewers]  # type: ignore[union-attr]

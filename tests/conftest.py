@@ -24,9 +24,22 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The review store's default file lands in a temporary data directory, never the user's own
+    (subprocesses that drop the CODEJURY_* variables included)."""
+    index_cache = tmp_path_factory.mktemp("repoindex")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+        # The repository index's cache too (not the whole cache directory: the embedded model's file lives there).
+        patch.setattr("codejury.repocontext.store.default_cache_dir", lambda: index_cache)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    monkeypatch.setenv("CODEJURY_RECORD_URL", "none")  # tests that record name their own store
     for var in (
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
@@ -47,6 +60,9 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "CI_JOB_TOKEN",
         "CI_PIPELINE_SOURCE",
         "CI_MERGE_REQUEST_IID",
+        # A developer's own collector must not receive the suite's traces.
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     ):
         monkeypatch.delenv(var, raising=False)
     BOARDS.reset()  # breakers are process-wide: one test's outage must not leak into the next

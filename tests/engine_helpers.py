@@ -131,10 +131,9 @@ async def run_review(
             env={},
             events=events,
             warn=warnings.append,
-            resolver=resolver,
+            plugin_manager=resolver.plugin_manager(plugins),  # the scripted models, registered as a plugin
             dry_run=dry_run,
             break_glass=break_glass,
-            plugins=plugins,
         )
         result = await review(change, opts)
     return result, resolver, events

@@ -238,16 +238,17 @@ SCRIPTED_CODEJURY = """\
 # The real `codejury`, with the scripted model of the test suite in place of a provider.
 import json, os, sys
 sys.path.insert(0, {root!r})
-from codejury import pipeline
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 
 findings = json.loads(os.environ["SCRIPTED_FINDINGS"])
 resolver = ScriptedResolver({{"reviewer": [Final(findings)], "coordinator": [Raw({{"decisions": []}})]}})
-pipeline.default_resolver = lambda env: resolver
 from codejury.cli import main
-main()
+with resolver.active():  # registered by --plugin codejury.testing.scripted
+    main()
 """
-SCRIPTED_MODEL_ARGS = "--model scripted:reviewer --model-for coordinator=scripted:coordinator"
+SCRIPTED_MODEL_ARGS = (
+    "--plugin codejury.testing.scripted --model scripted:reviewer --model-for coordinator=scripted:coordinator"
+)
 
 
 @pytest.fixture

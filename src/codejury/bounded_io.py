@@ -27,6 +27,8 @@ MAX_REPO_TEXT_BYTES = 1024 * 1024
 """A base-side text file codejury reads itself (instructions, repository reviewers, rules)."""
 MAX_BLOB_BYTES = 8 * 1024 * 1024
 """One file of the head tree exported for the reviewers' tools; a larger one is left out and listed."""
+MAX_INDEX_FILE_BYTES = 512 * 1024
+"""One source file the repository index chunks; a larger one (generated, minified) is skipped and counted."""
 MAX_GIT_OUTPUT_BYTES = 64 * 1024 * 1024
 """Any other git output (tree listings, logs)."""
 CHUNK_BYTES = 64 * 1024

@@ -35,9 +35,6 @@ def codejury_configure(ctx: ConfigureContext) -> None:
         return
     for spec in roster.load_repo_reviewers(base).values():
         ctx.add_reviewer(spec)
-    instructions = roster.load_repo_instructions(base)
-    if instructions:
-        ctx.add_repo_instructions(instructions)
     rules = roster.load_custom_rules(base)
     if rules:
         ctx.add_custom_rules(rules)
@@ -45,7 +42,8 @@ def codejury_configure(ctx: ConfigureContext) -> None:
 
 @hookimpl
 async def codejury_post_configure(ctx: PostConfigureContext) -> None:
-    """Apply the remote routing document, when one is configured (``remote_config``)."""
+    """Apply the remote routing document (``remote_config``); gather the instructions every reviewer gets."""
+    await _instructions(ctx)
     url = ctx.config.settings.remote_config
     if not url:
         return
@@ -54,6 +52,29 @@ async def codejury_post_configure(ctx: PostConfigureContext) -> None:
     routing = await fetch_routing(url, warn=ctx.warn)
     if routing is not None:
         routing.apply(ctx)
+
+
+async def _instructions(ctx: PostConfigureContext) -> None:
+    """The repository's instruction files governing the change (base side), the organisation's
+    template (``instructions_url``) and what plugins added, within the instructions budget."""
+    from codejury.reviewers import instructions
+
+    settings = ctx.config.settings
+    change = ctx.change
+    repo = instructions.RepoInstructions()
+    if change is not None and change.base is not None:
+        repo = instructions.read_repo_instructions(change.base, [f.path for f in change.files])
+    for line in repo.skipped:
+        ctx.warn(line)
+    template = None
+    if settings.instructions_url:
+        template = await instructions.fetch_template(settings.instructions_url, warn=ctx.warn)
+    extra = [ctx.config.repo_instructions] if ctx.config.repo_instructions else []
+    ctx.set_instructions(
+        instructions.render_instructions(
+            repo, extra=extra, organisation=template, max_chars=settings.instructions_max_chars
+        )
+    )
 
 
 @hookimpl

@@ -30,8 +30,11 @@ import click
 
 from codejury import __version__
 from codejury.cli_io import check_writable, piped_stdin_has_data, shown_path
+from codejury.dashboard.command import dashboard_command
 from codejury.errors import CodejuryError, ConfigError, InputError, InternalError, OutputError, ReviewFailed
 from codejury.eval.command import eval_command
+from codejury.service.commands import serve_command, worker_command
+from codejury.stats_command import stats_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -95,6 +98,11 @@ class ReviewFlags:
     url: str | None = None
     publish: bool = False
     max_inline: int = 20
+    max_cost: float | None = None
+    metrics_push: str | None = None
+    metrics_textfile: Path | None = None
+    recorders: tuple[Any, ...] = ()
+    """More recorders for the review (the review service counts its workers' reviews with one)."""
 
 
 def _err(msg: str) -> None:
@@ -215,6 +223,14 @@ def cli() -> None:
     metavar="URL",
     help="Fetch a JSON routing document (reviewer models, disabled providers, failback) at start-up.",
 )
+@click.option(
+    "--max-cost",
+    type=float,
+    default=None,
+    metavar="USD",
+    help="Cost ceiling of this review in USD: when reached, running reviewers stop and the review is "
+    "published as partial, never as an approval (config: max_cost_usd).",
+)
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
 @click.option(
     "--url",
@@ -234,6 +250,18 @@ def cli() -> None:
     default=20,
     show_default=True,
     help="With --publish: at most N new inline comments per run, most severe first; the rest go in the summary.",
+)
+@click.option(
+    "--metrics-push",
+    metavar="URL",
+    help="Push the review's Prometheus metrics to this Pushgateway (job codejury, grouped by repository); "
+    "a failed push is a warning.",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="Write the review's Prometheus metrics to PATH (node-exporter textfile format, *.prom), atomically.",
 )
 def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, a diff file, or a merge request."""
@@ -285,7 +313,8 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
         change = _with_stdin_hint(f, source.load)
         settings, opts = _options(change, env, f, stack)
         output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
-        opts.plugin_manager, opts.publishers, opts.recorders = pm, [output], _recorders(pm, settings)
+        opts.plugin_manager, opts.publishers, opts.recorders = pm, [output], _recorders(pm, settings, env)
+        opts.recorders = [*opts.recorders, *_metrics_recorders(f)]
         result = await review(change, opts)
     if output.unwritten is not None:
         raise output.unwritten
@@ -313,6 +342,10 @@ def _check_flags(f: ReviewFlags) -> None:
         check_writable("--output", f.output)
     if f.events_file is not None:
         check_writable("--events", f.events_file)
+    if f.metrics_push is not None or f.metrics_textfile is not None:
+        from codejury.telemetry.options import check_metrics_flags
+
+        check_metrics_flags(f.metrics_push, f.metrics_textfile)
 
 
 def _with_stdin_hint(f: ReviewFlags, load: Callable[[], ChangeSet]) -> ChangeSet:
@@ -350,6 +383,8 @@ def _options(
         table["evidence"] = [str(Path(p).resolve()) for p in f.evidence]
     if f.remote_config:
         table["remote_config"] = f.remote_config
+    if f.max_cost is not None:
+        table["max_cost_usd"] = f.max_cost
     config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
     settings, notice = load_settings(
         change,
@@ -366,6 +401,11 @@ def _options(
     except OSError as exc:
         raise OutputError(f"cannot write --events {shown_path(f.events_file or '')}: {exc.strerror or exc}") from exc
     events = stack.enter_context(log)
+    from codejury.telemetry.tracing import start_tracing
+
+    tracing = start_tracing(env, include_content=settings.record_prompts, redact=events.redact)  # OTEL_* set
+    if tracing is not None:
+        stack.callback(tracing.close, _err)  # flushed within 2 s when the review is done
     opts = ReviewOptions(
         settings=settings,
         env=env,
@@ -381,12 +421,23 @@ def _options(
     return settings, opts
 
 
-def _recorders(pm: Any, settings: Settings) -> list[Any]:
-    """The registered recorders the settings turn on: a ``[plugins.NAME]`` table for recorder NAME."""
+def _recorders(pm: Any, settings: Settings, env: Mapping[str, str]) -> list[Any]:
+    """The registered recorders the settings turn on (a ``[plugins.NAME]`` table for recorder NAME), then
+    the store recorder, on unless ``record.url`` is ``none``."""
     from codejury.plugins import collect_registry
+    from codejury.record.store_recorder import store_recorder
 
     factories = collect_registry(pm, "codejury_register_recorders")
-    return [factory(settings.plugins[name]) for name, factory in factories.items() if name in settings.plugins]
+    found = [factory(settings.plugins[name]) for name, factory in factories.items() if name in settings.plugins]
+    store = store_recorder(settings.record_url, env)
+    return found if store is None else [*found, store]
+
+
+def _metrics_recorders(f: ReviewFlags) -> list[Any]:
+    """The metrics exporter that ``--metrics-push`` / ``--metrics-textfile`` ask for (a recorder), if any."""
+    from codejury.telemetry.options import metrics_recorders
+
+    return list(metrics_recorders(f.metrics_push, f.metrics_textfile, _err))
 
 
 def _check_event_log(opts: ReviewOptions, f: ReviewFlags) -> None:
@@ -404,20 +455,23 @@ async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
         )
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
-    return await _review_on_forge(env, f, _forge(f.url, env, f.plugins))
+    from codejury.plugins import make_plugin_manager
+
+    pm = make_plugin_manager(f.plugins)  # once per review: forges, renderers, recorders and the pipeline's plugins
+    return await _review_on_forge(env, f, pm, _forge(f.url, env, pm))
 
 
-def _forge(url: str | None, env: dict[str, str], plugins: tuple[str, ...] = ()) -> Callable[[], Forge]:
+def _forge(url: str | None, env: dict[str, str], pm: Any) -> Callable[[], Forge]:
     """How to open the adapter for the change of ``--url`` or of this CI run, from the registered forges:
     the target is found now, the adapter (and its HTTP client) made when the review starts."""
     from codejury.forges.registry import forge_opener
-    from codejury.plugins import collect_registry, make_plugin_manager
+    from codejury.plugins import collect_registry
 
-    kinds = collect_registry(make_plugin_manager(plugins), "codejury_register_forges")
+    kinds = collect_registry(pm, "codejury_register_forges")
     return forge_opener(kinds, url, env, _err)
 
 
-async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Callable[[], Forge]) -> int:
+async def _review_on_forge(env: dict[str, str], f: ReviewFlags, pm: Any, open_forge: Callable[[], Forge]) -> int:
     """Review the forge's change, print it and, with ``--publish``, post it (or the failure note)."""
     from codejury.findings import Review
     from codejury.forges.errors import ForgeError
@@ -425,10 +479,9 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
     from codejury.forges.publisher import ForgePublisher
     from codejury.judge.verdict import should_fail
     from codejury.pipeline import review
-    from codejury.plugins import collect_registry, make_plugin_manager
+    from codejury.plugins import collect_registry
     from codejury.publish import OutputPublisher, default_format
 
-    pm = make_plugin_manager(f.plugins)
     renderers = collect_registry(pm, "codejury_register_renderers")
     check_format(f, renderers)
     async with open_forge() as forge:
@@ -455,7 +508,7 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, open_forge: Call
                         )
                     )
                 opts.disputes, opts.plugin_manager, opts.publishers = disputes(previous), pm, publishers
-                opts.recorders = _recorders(pm, settings)
+                opts.recorders = [*_recorders(pm, settings, env), *_metrics_recorders(f), *f.recorders]
                 result = await review(change, opts)
         except ForgeError as exc:
             done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
@@ -503,6 +556,10 @@ def check_format(f: ReviewFlags, renderers: Mapping[str, Any]) -> None:
 
 
 cli.add_command(eval_command)
+cli.add_command(stats_command)
+cli.add_command(dashboard_command)
+cli.add_command(serve_command)
+cli.add_command(worker_command)
 
 
 def main() -> None:

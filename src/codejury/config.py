@@ -51,6 +51,7 @@ ENV_SETTINGS: dict[str, str] = {
     "CODEJURY_REFLECTION": "reflection",
     "CODEJURY_FAIL_ON": "fail_on",
     "CODEJURY_REMOTE_CONFIG": "remote_config",
+    "CODEJURY_RECORD_URL": "record.url",
 }
 """Environment variables that set a config key (``CODEJURY_MODEL`` sets every tier); empty = unset."""
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -105,11 +106,26 @@ class Settings:
     """False: on a forge, publish comments only, never approve or withdraw an approval."""
     verify: str = _DEFAULT.verify
     """Whose findings a separate call verifies: ``weak`` models', ``all``, or ``off``."""
+    votes: int = _DEFAULT.votes
+    """Samples per reviewer of a weak model; above 1 the findings are voted on."""
+    votes_needed: int | None = None
+    """Samples that must agree on a finding; None: a majority."""
     weak_models: tuple[str, ...] = ()
     """More models (globs) treated as weak, besides those whose profile says so."""
     evidence: tuple[str, ...] = ()
     """SARIF files read as analyzer evidence."""
     analyzers: bool = _DEFAULT.analyzers
+    max_cost_usd: float | None = None
+    """Cost ceiling of one review (USD); None: none."""
+    instructions_url: str | None = None
+    """The organisation's instructions template; None: none."""
+    instructions_max_chars: int = _DEFAULT.instructions_max_chars
+    related_code_tokens: int = _DEFAULT.related_code_tokens
+    """Budget of the related-code section of an inline model's prompt; 0: none."""
+    record_url: str | None = None
+    """Where reviews are recorded (``record.url``); None: the default SQLite file."""
+    record_prompts: bool = False
+    """Traces carry prompts and responses (``record.prompts``); off: names, models, tokens, timings only."""
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Dotted key → where the user set it (``.codejury.toml: providers.gw.kind``), for later errors."""
 
@@ -135,6 +151,10 @@ class ReviewConfig:
     tool_permissions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     custom_rules: str | None = None
     repo_instructions: str | None = None
+    org_instructions: str | None = None
+    """The organisation's instructions template (``instructions_url``), as it fitted the budget."""
+    instruction_notes: tuple[str, ...] = ()
+    """What the instructions budget cut, for the review's notes."""
     notices: tuple[str, ...] = ()
     model_kinds: Mapping[str, ModelKind] | None = None
     """Provider kind → how to build its models (``codejury_register_model_kinds``); None: the built-in kinds."""
@@ -159,6 +179,9 @@ TABLE_KEYS = frozenset(
         "plugins",
         "weak_models",
         "evidence",
+        "max_cost_usd",
+        "instructions_url",
+        "record",
     }
 )
 SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
@@ -222,8 +245,16 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
             changes[listed] = tuple(getattr(t, listed))
     if "remote_config" in t.model_fields_set:
         changes["remote_config"] = t.remote_config or None
+    if "instructions_url" in t.model_fields_set:
+        changes["instructions_url"] = t.instructions_url or None
+    if "max_cost_usd" in t.model_fields_set:
+        changes["max_cost_usd"] = t.max_cost_usd
+    if "url" in t.record.model_fields_set:
+        changes["record_url"] = t.record.url
+    if "prompts" in t.record.model_fields_set:
+        changes["record_prompts"] = t.record.prompts
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
-    return replace(
+    merged = replace(
         base,
         **changes,
         models=models,
@@ -245,6 +276,11 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
         model_source=model_source if sets_models else base.model_source,
         origins={**base.origins, **_origins(t.model_dump(exclude_unset=True), source)},
     )
+    if merged.votes_needed is not None and merged.votes_needed > merged.votes:
+        raise ConfigError(
+            f"{merged.origin('votes_needed')}: votes_needed = {merged.votes_needed} is more than votes = {merged.votes}"
+        )
+    return merged
 
 
 def _origins(tree: Mapping[str, Any], source: Source, parent: tuple[str, ...] = ()) -> dict[str, str]:

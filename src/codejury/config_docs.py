@@ -22,7 +22,15 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from codejury.config import ENV_MODEL, ENV_SETTINGS, FAIL_ON_CHOICES
-from codejury.config_schema import FileTable, ModelsTable, PriceTable, ProviderTable, ReviewerTable, TypeLabel
+from codejury.config_schema import (
+    FileTable,
+    ModelsTable,
+    PriceTable,
+    ProviderTable,
+    RecordTable,
+    ReviewerTable,
+    TypeLabel,
+)
 
 DEFAULT_PATH = Path("docs/settings.md")
 
@@ -37,7 +45,20 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("CODEJURY_GITHUB_BOT_LOGIN", "The bot's login when CODEJURY_GITHUB_TOKEN belongs to another user."),
     ("CODEJURY_CACHE_DIR", "Where the embedded model is assembled and cached (default: the user cache dir)."),
     ("CODEJURY_LOCAL_CTX", "Context window of the embedded model, at least 512 (default 8192)."),
+    ("CODEJURY_INGEST_TOKEN", "Bearer token sent to a review service's ingest endpoint (`record.url = https://…`)."),
+    (
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "Turns OpenTelemetry traces on: the collector's OTLP/HTTP base URL (`/v1/traces` is appended); "
+        "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` gives the full URL instead (see docs/telemetry.md).",
+    ),
     ("CODEJURY_DEBUG", "`1`: an internal error (exit 5) prints its traceback."),
+    ("CODEJURY_DATABASE_URL", "`codejury serve` / `codejury worker`: the PostgreSQL queue (as `--database`)."),
+    ("CODEJURY_GITHUB_WEBHOOK_SECRET", "`codejury serve`: the GitHub webhook secret (HMAC of each delivery)."),
+    ("CODEJURY_GITLAB_WEBHOOK_TOKEN", "`codejury serve`: the GitLab webhook token (`X-Gitlab-Token`)."),
+    ("CODEJURY_GITHUB_APP_ID", "`codejury serve`: the GitHub App's id (with its private key: installation tokens)."),
+    ("CODEJURY_GITHUB_APP_PRIVATE_KEY", "`codejury serve`: the GitHub App's private key, PEM text."),
+    ("CODEJURY_GITHUB_APP_PRIVATE_KEY_FILE", "`codejury serve`: a file holding the GitHub App's private key."),
+    ("CODEJURY_GITHUB_API_URL", "`codejury serve`: the GitHub API for App tokens (GitHub Enterprise)."),
 )
 """Variables codejury reads that are not config keys (keys, tokens, the embedded model)."""
 
@@ -200,6 +221,12 @@ def render_settings_reference() -> str:
         "",
         '```toml\n[tool.codejury.failback]\n"anthropic:claude-opus-4-6" = "anthropic:claude-opus-4-5"\n```',
         "",
+        *_section(
+            "[record]",
+            RecordTable,
+            "Every finished review is recorded (see docs/telemetry.md); `codejury stats` reads the store back.\n\n"
+            '```toml\n[tool.codejury.record]\nurl = "postgresql://codejury@db.example.com/reviews"\n```',
+        ),
         "## `[plugins.NAME]`",
         "",
         "A plugin's own settings, passed to that plugin only; the plugin checks its keys.",

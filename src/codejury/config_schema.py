@@ -92,6 +92,7 @@ Count = Annotated[int, Field(gt=0), TypeLabel("integer > 0")]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), TypeLabel("seconds > 0")]
 SecondsOrZero = Annotated[float, Field(ge=0, allow_inf_nan=False), TypeLabel("seconds ≥ 0")]
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False), TypeLabel("USD per million tokens ≥ 0")]
+Usd = Annotated[float, Field(gt=0, allow_inf_nan=False), TypeLabel("USD > 0")]
 Glob = Annotated[str, Field(min_length=1), TypeLabel("glob")]
 
 
@@ -154,6 +155,35 @@ class PriceTable(_Table):
     )
 
 
+def _record_url(value: str) -> str:
+    from codejury.record.target import parse_record_url  # the one parser of store URLs
+
+    try:
+        parse_record_url(value)
+    except ValueError as exc:
+        raise _expected(str(exc)) from None
+    return value.strip()
+
+
+RecordUrl = Annotated[str, AfterValidator(_record_url), TypeLabel("store URL")]
+
+
+class RecordTable(_Table):
+    """``[record]``: where every finished review is recorded (``codejury stats`` reads it back)."""
+
+    url: RecordUrl | None = Field(
+        default=None,
+        description="sqlite:///PATH, postgresql://USER@HOST/DB, https://SERVICE (a review service's ingest "
+        "endpoint, token in CODEJURY_INGEST_TOKEN), or none (record nothing). Default: a SQLite file in the "
+        "user's data directory.",
+    )
+    prompts: bool = Field(
+        default=False,
+        description="true: traces carry the prompts and model responses (OpenTelemetry span attributes; known "
+        "secrets are still scrubbed). Off by default: spans carry names, models, tokens and timings only.",
+    )
+
+
 class FileTable(_Table):
     """The codejury table: ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml, or a ``--config`` file."""
 
@@ -210,6 +240,16 @@ class FileTable(_Table):
         description="Check findings with a separate call that sees only the claim and its code: those of weak "
         "models (the embedded model, weak_models), all, or off. A failed check drops the finding.",
     )
+    votes: int = Field(
+        default=1,
+        ge=1,
+        le=9,
+        description="Samples per reviewer on weak models (voting): above 1, each reviewer of a weak model runs this "
+        "many times (rotated file order, sampled) and a finding is kept only where votes_needed samples agree.",
+    )
+    votes_needed: int | None = Field(
+        default=None, ge=1, le=9, description="Samples that must report a finding at one place (default: a majority)."
+    )
     weak_models: list[Glob] = Field(
         default_factory=list,
         description='More models to treat as weak, by "provider:model" glob: their findings are verified, and '
@@ -221,6 +261,33 @@ class FileTable(_Table):
     )
     analyzers: bool = Field(
         default=True, description="Run the built-in analyzers (ruff, secrets, the rule pack) on the changed lines."
+    )
+    max_cost_usd: Usd | None = Field(
+        default=None,
+        description="Cost ceiling of one review in USD (as --max-cost): when the model calls reach it, running "
+        "reviewers stop and the review is published as partial, never as an approval. Default: no ceiling.",
+    )
+    instructions_url: str | None = Field(
+        default=None,
+        description="URL of the organisation's instructions template (Markdown), given to every reviewer after "
+        'the repository\'s own instructions; fetched within 2 s, at most 64 KB. "" turns it off. One that '
+        "cannot be fetched or is not a text document is one warning.",
+    )
+    related_code_tokens: Annotated[int, Field(ge=0), TypeLabel("integer ≥ 0")] = Field(
+        default=600,
+        description="Budget in tokens of the related-code section (definitions of the names the changed lines use, "
+        "callers of the functions they change) in the prompt of a model that gets the change inline (the embedded "
+        "model); it never takes the patches' room. 0 turns it off. Tool-capable models use search_code and "
+        "find_references instead.",
+    )
+    instructions_max_chars: Count = Field(
+        default=8_000,
+        description="Budget in characters of all instructions together (AGENTS.md, CLAUDE.md and "
+        ".codejury/instructions.md from each changed file up to the root, nearest first, then the "
+        "organisation's); what does not fit is cut, and the review says what.",
+    )
+    record: RecordTable = Field(
+        default_factory=lambda: RecordTable(), description="Where reviews are recorded (see [record])."
     )
 
 

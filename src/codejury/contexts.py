@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from codejury.config import ReviewConfig
     from codejury.models.providers import ProviderSpec
     from codejury.models.registry import ModelKind
+    from codejury.reviewers.instructions import RenderedInstructions
     from codejury.reviewers.roster import ReviewerSpec
 
 Warn = Callable[[str], None]
@@ -92,6 +93,9 @@ class PostConfigureContext:
     model_overrides: dict[str, str] = field(default_factory=dict)
     disabled_providers: set[str] = field(default_factory=set)
     failback: dict[str, str | None] = field(default_factory=dict)
+    change: ChangeSet | None = None
+    """The change under review (its base side is where repository instructions are read)."""
+    instructions: RenderedInstructions | None = None
 
     def override_model(self, reviewer: str, spec: str) -> None:
         self.model_overrides[reviewer] = spec
@@ -101,3 +105,7 @@ class PostConfigureContext:
 
     def set_failback(self, model: str, next_model: str | None) -> None:
         self.failback[model] = next_model
+
+    def set_instructions(self, rendered: RenderedInstructions) -> None:
+        """Replace the review's instructions: the repository's, the organisation's, and what was cut."""
+        self.instructions = rendered

@@ -13,15 +13,20 @@ exceptions, caught where they are raised, derive from the root and are not drawn
     ├── InputError                  bad input from the user: a flag, a ref, a path
     │   ├── DiffParseError          the unified diff cannot be parsed
     │   └── SourceError             git or the diff source failed (not a repository, unknown ref)
+    │       └── Unreadable          a file of the head commit cannot be read: missing to the tools,
+    │                               named in the review, never fatal (change.head_tree)
     ├── ConfigError                 invalid configuration, or a plugin's configure step failed
     │   └── RoutingError            the remote routing document is unusable (a warning: never fatal)
     ├── ModelSetupError             a model string cannot be turned into a usable model
     │   └── EmbeddedModelError      the embedded model is missing, incomplete or corrupted
     ├── ModelStalled                a streamed attempt went silent (resilience.errors; fails back)
     ├── ChainExhausted              every model of a failback chain failed (resilience.errors)
+    ├── CostCeilingReached          the review's cost ceiling was reached: no more model calls (models.budget)
     ├── AnalyzerSkipped             an analyzer cannot run here; one line, never fatal (analyzers.base)
     ├── AnalyzerFailed              an analyzer ran and failed; one line, never fatal (analyzers.base)
     ├── OutputError                 the review or its event log could not be written where asked
+    ├── StoreError                  the review store cannot be opened, read or written (record.schema)
+    │   └── StoreTooNew             the store's schema is newer than this codejury (record.schema)
     ├── ReviewFailed                no reviewer succeeded: there is no review to publish (exit 3)
     ├── ForgeError                  a forge API call failed (forges.errors)
     │   ├── ForgeAuthError          401/403: the token is invalid or lacks a right

@@ -53,6 +53,13 @@ class ReviewerOutput(BaseModel):
     findings: list[FindingDraft] = Field(default_factory=list)
 
 
+INLINE_MAX_FINDINGS = 3
+"""The most findings one reviewer answering inline (a small local model) may return: the grammar enforces it.
+
+Measured on the golden set: the embedded model returned up to 9 findings on a one-problem change, each
+costing ~5 s to write and ~3 s to check, and the extra ones were noise."""
+
+
 class NotedReviewerOutput(BaseModel):
     """Reviewer output for small models answering JSON inline: short notes first, then findings.
 
@@ -61,7 +68,7 @@ class NotedReviewerOutput(BaseModel):
     """
 
     notes: str = Field(description="Short notes: each problem you see on a '+' line, with its line number.")
-    findings: list[FindingDraft] = Field(max_length=8)
+    findings: list[FindingDraft] = Field(max_length=INLINE_MAX_FINDINGS)
 
     def to_output(self) -> ReviewerOutput:
         return ReviewerOutput(findings=self.findings)

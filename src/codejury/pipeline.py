@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+from codejury.agents.context_watch import context_notes
 from codejury.agents.panel import run_panel
 from codejury.agents.prompts import shared_context
 from codejury.analyzers.stage import evidence_stage
@@ -33,11 +34,13 @@ from codejury.record.stage import record_stage
 from codejury.resilience import BreakerState
 from codejury.runstate import ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
+from codejury.telemetry.tracing import span, traced, traced_review
 from codejury.workspace import workspace_stage
 
 BREAK_GLASS_RE = re.compile(r"^\s*break\s+glass\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
+@traced_review
 async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     """Review ``change`` (or plan it, with ``dry_run``), publish and record the result, and return it.
 
@@ -60,8 +63,8 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
         failed = ReviewFailed(redactor.redact(str(exc)))
         await publish_failure_stage(run, str(failed))
         raise failed from None  # the unscrubbed original must not ride along as the cause
-    await publish_stage(run, result)
-    await record_stage(run, result)
+    await traced("publish", publish_stage(run, result))
+    await traced("record", record_stage(run, result))
     return result
 
 
@@ -69,29 +72,42 @@ async def _reviewed(run: ReviewRun) -> Review:
     if not run.selection.reviewable:
         return not_reviewed_stage(run)
     models = _models(run)
+    known = len(run.change.left_out)  # start() warned about these; the tools add what they cannot read
     with _breaker_events(run, models):
         if run.options.baseline == "naive":
             from codejury.eval.baseline import naive_stage
 
             return await naive_stage(run, models)
         with workspace_stage(run, _context_text(run)) as ctx:
-            panel = await run_panel(run, ctx, models)
-            evidence = await evidence_stage(run)
-            judgement = await judge_stage(run, ctx, models, panel, evidence.evidence)
-    return verdict_stage(run, panel, judgement, notes=[*_left_out(run), *evidence.skipped, *evidence.failed])
+            panel = await traced("reviewers", run_panel(run, ctx, models))
+            evidence = await traced("evidence", evidence_stage(run))
+            judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence))
+    notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
+    notes += context_notes(run.events.events)  # prompts past half a model's context window
+    stopped = models.budget.reason() if models.budget is not None else None
+    with span("verdict"):
+        return verdict_stage(run, panel, judgement, notes=notes, stopped=stopped)
 
 
 async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
     """The run's configuration and selection: plugins (built once), noise filter, tier, panel and models."""
+    meta = change.meta
+    changed_since = meta.previous.changed_since if meta.previous else None
+    opts.events.emit(
+        "change", repository=meta.repository, change_id=meta.change_id, head_sha=meta.head_sha,
+        changed_since=changed_since, disputed=sorted({d.fingerprint for d in opts.disputes}),
+    )  # fmt: skip
     break_glass = opts.break_glass or break_glass_requested(change)
     if break_glass:
         opts.events.emit("break_glass", source="flag" if opts.break_glass else "comment")
-    config = await configure(change, opts)
+    config = await traced("configure", configure(change, opts))
     if (left_out := change.left_out_notice()) is not None:  # unreadable files outside the change: never fatal
         opts.warn(left_out)
         opts.events.emit("left_out", files=sorted(change.left_out))
-    kept, skipped = filter_stage(change, config.settings.exclude)
-    tier, names = tier_stage(kept, config)
+    with span("filter"):
+        kept, skipped = filter_stage(change, config.settings.exclude)
+    with span("tier"):
+        tier, names = tier_stage(kept, config)
     opts.events.emit("plan", tier=tier, reviewers=names, files=len(kept), skipped=len(skipped))
     models = {n: choose_model(config, n, tier=tier) for n in [*names, "coordinator"]}
     selection = Selection(tuple(kept), tuple(skipped), tier, tuple(names), models)
@@ -105,7 +121,7 @@ async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:
     await run_bootstrap(pm, opts.settings, opts.warn)
     contributions = run_configure(pm, opts.settings, change)
     config = assemble(opts.settings, contributions, opts.notices)
-    return await run_post_configure(pm, config, opts.warn)
+    return await run_post_configure(pm, config, opts.warn, change)
 
 
 def break_glass_requested(change: ChangeSet) -> bool:
@@ -119,7 +135,7 @@ def _models(run: ReviewRun) -> ReviewModels:
     return build_review_models(
         run.config,
         specs,
-        resolver=opts.resolver or default_resolver(opts.env),
+        resolver=default_resolver(opts.env),
         board=opts.board or board_for(run.settings),
         redactor=opts.events.redactor,
         on_event=opts.events.emit,
@@ -143,15 +159,23 @@ def _breaker_events(run: ReviewRun, models: ReviewModels) -> Iterator[None]:
             board.remove_listener(moved)
 
 
-def _left_out(run: ReviewRun) -> list[str]:
+def _left_out(run: ReviewRun, known: int) -> list[str]:
+    """The review's note on files it could not read; a warning too when the tools found new ones."""
     notice = run.change.left_out_notice()
+    if notice is not None and len(run.change.left_out) > known:
+        run.options.warn(notice)
+        run.events.emit("left_out", files=sorted(run.change.left_out))
     return [notice] if notice is not None else []
 
 
 def _context_text(run: ReviewRun) -> str:
     config = run.config
     return shared_context(
-        run.change, run.selection.kept, repo_instructions=config.repo_instructions, custom_rules=config.custom_rules
+        run.change,
+        run.selection.kept,
+        repo_instructions=config.repo_instructions,
+        custom_rules=config.custom_rules,
+        org_instructions=config.org_instructions,
     )
 
 

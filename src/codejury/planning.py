@@ -31,7 +31,11 @@ def plan_stage(run: ReviewRun) -> Plan:
     config, selection = run.config, run.selection
     kept = list(selection.kept)
     context_text = prompts.shared_context(
-        run.change, kept, repo_instructions=config.repo_instructions, custom_rules=config.custom_rules
+        run.change,
+        kept,
+        repo_instructions=config.repo_instructions,
+        custom_rules=config.custom_rules,
+        org_instructions=config.org_instructions,
     )
     rules = shared_rules()
     patch_tokens = {f.path: estimate_tokens(numbered_patch(f)) for f in kept}
@@ -63,9 +67,7 @@ def plan_stage(run: ReviewRun) -> Plan:
 
 
 def _model_problems(run: ReviewRun) -> dict[str, str]:
-    """Why each chosen model could not run here; none with a caller's own resolver (it brings its models)."""
-    if run.options.resolver is not None:
-        return {}
+    """Why each chosen model could not run here."""
     from codejury.models.readiness import model_problem
 
     specs = sorted({m for m in run.selection.models.values() if m})

@@ -129,10 +129,14 @@ def _builtin_model_kinds() -> dict[str, ModelKind]:
     return dict(BUILTIN_MODEL_KINDS)
 
 
-async def run_post_configure(pm: pluggy.PluginManager, config: ReviewConfig, warn: Warn) -> ReviewConfig:
+async def run_post_configure(
+    pm: pluggy.PluginManager, config: ReviewConfig, warn: Warn, change: ChangeSet | None = None
+) -> ReviewConfig:
     """Run every plugin's post_configure in order and apply what they asked for."""
     for name, fn in _impls(pm, "codejury_post_configure"):
-        ctx = PostConfigureContext(plugin=name, settings=_own_settings(config.settings, name), config=config, warn=warn)
+        ctx = PostConfigureContext(
+            plugin=name, settings=_own_settings(config.settings, name), config=config, warn=warn, change=change
+        )
         try:
             await await_maybe(fn(ctx=ctx))
         except CodejuryError:
@@ -144,6 +148,11 @@ async def run_post_configure(pm: pluggy.PluginManager, config: ReviewConfig, war
 
 
 def _apply_post(config: ReviewConfig, ctx: PostConfigureContext) -> ReviewConfig:
+    if (given := ctx.instructions) is not None:
+        notes = (given.cut,) if given.cut else ()
+        config = replace(
+            config, repo_instructions=given.repo, org_instructions=given.organisation, instruction_notes=notes
+        )
     if not (ctx.model_overrides or ctx.disabled_providers or ctx.failback):
         return config
     providers = {

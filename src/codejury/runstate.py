@@ -26,7 +26,6 @@ from codejury.resilience import BreakerBoard
 if TYPE_CHECKING:
     import pluggy
 
-    from codejury.models.selection import Resolver
 
 Baseline = Literal["naive"]
 
@@ -53,7 +52,6 @@ class ReviewOptions:
     dry_run: bool = False
     plugins: Sequence[str] = ()
     notices: Sequence[str] = ()
-    resolver: Resolver | None = None
     workspace_dir: Path | None = None
     board: BreakerBoard | None = None
     """Circuit breakers; None: the process's board for these breaker settings."""

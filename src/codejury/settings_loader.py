@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
@@ -25,6 +25,7 @@ from codejury.config import (
 )
 from codejury.errors import ConfigError
 from codejury.models.readiness import embedded_model_missing
+from codejury.reviewers.instructions import instruction_paths
 from codejury.reviewers.roster import INSTRUCTION_FILES, REPO_REVIEWERS_DIR, REPO_RULES_DIR
 
 CONFIG_FILES = ("pyproject.toml", ".codejury.toml")
@@ -37,6 +38,7 @@ CLI_FLAGS = {
     "reflection": "--reflection",
     "exclude": "--exclude",
     "remote_config": "--remote-config",
+    "max_cost_usd": "--max-cost",
 }
 """Config keys that a ``codejury review`` flag sets (the flag names the key in errors)."""
 PREFETCH_CONCURRENCY = 4
@@ -48,8 +50,10 @@ async def prefetch_base(
     list_dir: Callable[[str], Awaitable[list[str]]],
     *,
     concurrency: int = PREFETCH_CONCURRENCY,
+    changed: Sequence[str] = (),
 ) -> PrefetchedBase:
-    """Read every base-side path codejury uses (``BASE_SIDE_FILES``, ``*.md`` in ``BASE_SIDE_DIRS``).
+    """Read every base-side path codejury uses (``BASE_SIDE_FILES``, ``*.md`` in ``BASE_SIDE_DIRS``, and
+    the instruction files of every directory from a ``changed`` path up to the root).
 
     ``read_text`` answers None for a missing file, ``list_dir`` the paths of the files directly
     inside a directory ([] when it is missing); an error from either propagates: a review must not
@@ -64,6 +68,7 @@ async def prefetch_base(
     listings = await _all([functools.partial(list_dir, d) for d in BASE_SIDE_DIRS], bounded)
     dirs = dict(zip(BASE_SIDE_DIRS, listings, strict=True))
     paths = [*BASE_SIDE_FILES, *(p for listed in listings for p in listed if p.endswith(".md"))]
+    paths += instruction_paths(changed)
     paths = list(dict.fromkeys(paths))
     texts = await _all([functools.partial(read_text, p) for p in paths], bounded)
     return PrefetchedBase(dict(zip(paths, texts, strict=True)), dirs)

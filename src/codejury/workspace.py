@@ -141,8 +141,10 @@ class PatchFiles(Mapping[str, str]):
 def workspace_stage(run: ReviewRun, shared_context: str) -> Iterator[ChangeContext]:
     """Write the workspace (a temporary directory unless the caller chose one) and give the reviewers
     what they read from it: the shared context file, and the patch files through their tools."""
+    from codejury.agents.git_tools import GitRepoTools
     from codejury.agents.runner import ChangeContext
     from codejury.agents.tools import RepoTools
+    from codejury.repocontext import RepoContext
     from codejury.reviewers.roster import shared_rules
 
     with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
@@ -150,12 +152,17 @@ def workspace_stage(run: ReviewRun, shared_context: str) -> Iterator[ChangeConte
         workspace = build_workspace(run.change, dest, shared_context=shared_context, files=run.selection.kept)
         run.events.emit("workspace", path=str(workspace.root), patches=len(workspace.patch_paths))
         patches = PatchFiles(workspace)
+        head = run.change.head
         yield ChangeContext(
             files=run.selection.kept,
             title=run.change.meta.title,
             shared_context=workspace.context_file.read_text(encoding="utf-8"),
             patches=[(f.path, patches[f.path]) for f in run.selection.kept],
-            tools=RepoTools(run.change.root, patches),
+            tools=RepoTools(run.change.root, patches) if head is None else GitRepoTools(head, patches),
             shared_rules=shared_rules(),
             sections=run.config.prompt_sections,
+            repo=None
+            if head is None and run.change.root is None
+            else RepoContext(run.change.root if head is None else None, head=head, on_built=run.events.emit),
+            related_code_tokens=run.settings.related_code_tokens,
         )

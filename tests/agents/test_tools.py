@@ -200,7 +200,7 @@ def test_without_a_checkout_only_patches_are_available() -> None:
 
 
 def test_agent_tools_follow_the_allowed_set(tools: RepoTools) -> None:
-    assert {"read_file", "read_patch", "grep", "list_files"} == TOOL_NAMES
+    assert {"read_file", "read_patch", "grep", "list_files", "search_code", "find_references"} == TOOL_NAMES
     assert [t.name for t in as_agent_tools(tools, TOOL_NAMES)] == [
         "grep",
         "list_files",

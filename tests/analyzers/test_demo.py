@@ -1,4 +1,4 @@
-"""Every built-in analyzer over the demo change (examples/demo): the SQL injection and the live key are found."""
+"""Every built-in analyzer over the demo change (examples/demo): the SQL injection, the live key and the N+1 query."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ async def test_the_demo_sql_injection_and_committed_key_have_evidence(
     assert ("ruff", "shop/search.py", 8, "critical") in found
     assert ("rules", "shop/search.py", 8, "critical") in found
     assert ("secrets", "shop/payments.py", 6, "critical") in found
+    assert ("rules", "shop/orders.py", 24, "warning") in found  # the N+1 query: one customer query per order
     with capsys.disabled():
         others = sorted(f for f in found if (f[1], f[2]) not in {("shop/search.py", 8), ("shop/payments.py", 6)})
         print(f"\n[demo] other evidence: {others or 'none'}; seconds: {report.seconds}")

@@ -27,6 +27,16 @@ CASES = {
             "py-weak-password-hash": 7,
         },
     ),
+    "app/report.py": (
+        "def report(conn, orders, cache):\n"
+        "    rows = []\n"
+        "    for order in load_orders(conn):\n"
+        "        customer = get_customer(conn, order['customer_id'])\n"
+        "        total = cache.get(order['id'])\n"
+        "        rows.append((customer, total))\n"
+        "    return rows\n",
+        {"perf-py-query-in-loop": 4},
+    ),
     "web/search.js": (
         "function r(query, db, cmd) {\n"
         "  heading.textContent = query;\n"

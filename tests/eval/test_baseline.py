@@ -26,7 +26,7 @@ async def test_the_naive_baseline_is_one_request_with_the_whole_diff_and_no_judg
             env={},
             events=events,
             warn=lambda _m: None,
-            resolver=resolver,
+            plugin_manager=resolver.plugin_manager(),
             baseline="naive",
         )
         result = await review(change, opts)

@@ -1,9 +1,10 @@
 """One whole ``codejury review`` run on the command line, with the scripted model behind it.
 
 The forge tests (GitLab and GitHub alike) drive the real CLI against a fake forge; this is the
-part they share: script the reviewer and the coordinator, swap the scripted models in for the
-real resolver, invoke ``codejury review`` with the model flags, and hand back exit code, stdout,
-stderr and the scripted models (whose recorded prompts tests read).
+part they share: script the reviewer and the coordinator, register the scripted models through
+the model-kind hook (``--plugin codejury.testing.scripted``), invoke ``codejury review`` with the
+model flags, and hand back exit code, stdout, stderr and the scripted models (whose recorded
+prompts tests read).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from codejury import pipeline
 from codejury.cli import cli
 from codejury.testing.scripted import Final, Raw, ScriptedResolver, Step
 
-MODEL_FLAGS = ["--model", "scripted:reviewer", "--model-for", "coordinator=scripted:coordinator"]
+MODEL_FLAGS = [
+    *("--plugin", "codejury.testing.scripted"),
+    *("--model", "scripted:reviewer", "--model-for", "coordinator=scripted:coordinator"),
+]
 
 
 def scripted_review(
@@ -35,10 +38,10 @@ def scripted_review(
     script = list(reviewer) if reviewer is not None else [Final(list(findings or []))]
     judge = list(coordinator) if coordinator is not None else [Raw({"decisions": []})]
     resolver = ScriptedResolver({"reviewer": script, "coordinator": judge}, tools=tools)
-    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
-    result = CliRunner().invoke(
-        cli,
-        ["review", *MODEL_FLAGS, "--format", "markdown", "--fail-on", "never", *flags],
-        catch_exceptions=False,
-    )
+    with resolver.active():
+        result = CliRunner().invoke(
+            cli,
+            ["review", *MODEL_FLAGS, "--format", "markdown", "--fail-on", "never", *flags],
+            catch_exceptions=False,
+        )
     return result.exit_code, result.stdout, result.stderr, resolver

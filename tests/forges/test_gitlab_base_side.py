@@ -12,6 +12,7 @@ from codejury.change.types import PrefetchedBase
 from codejury.forges.gitlab import GitLabMergeRequest, target_from_url
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
+from codejury.reviewers.instructions import instruction_paths
 from codejury.settings_loader import BASE_SIDE_DIRS, BASE_SIDE_FILES, CONFIG_FILES, prefetch_base
 from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import ScriptedResolver
@@ -91,7 +92,8 @@ async def test_load_change_prefetches_the_base_side_once_per_path(gl: FakeGitLab
     assert change.base.list_dir(".codejury/reviewers") == [".codejury/reviewers/ledger.md"]
     assert change.base.read_text(".codejury.toml") is None and change.base.missed == []
     raw = [r.path for r in gl.requests if r.path.endswith("/raw")]
-    assert len(raw) == len(set(raw)) == len(BASE_SIDE_FILES) + 1
+    expected = {*BASE_SIDE_FILES, *instruction_paths(["app.py"])}  # config, and the instructions governing app.py
+    assert len(raw) == len(set(raw)) == len(expected) + 1
 
 
 async def test_prefetch_reads_concurrently_and_a_failure_stops_it() -> None:

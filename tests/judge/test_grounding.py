@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codejury.findings import Review
-from codejury.judge.grounding import FAILED, REJECTED, WEAK_NOTE
+from codejury.judge.grounding import FAILED, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE
 from codejury.testing.scripted import Fail, Final, Raw, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 
@@ -128,3 +128,55 @@ async def test_claim_text_cannot_close_the_verifiers_fence(tmp_path: Path) -> No
     _, resolver = await review_of(tmp_path, scripts, **WEAK)
     check = resolver.models["security"].prompts[1]  # type: ignore[attr-defined]
     assert check.count("</finding>") == 1 and check.count("</patch>") == 1
+
+
+LOOP_OLD = "import sqlite3\n\n\ndef names(db: sqlite3.Connection, ids: list[int]) -> list[str]:\n    return []\n"
+LOOP_NEW = (
+    "import sqlite3\n\n\ndef names(db: sqlite3.Connection, ids: list[int]) -> list[str]:\n"
+    "    out = []\n"
+    "    for i in ids:\n"
+    '        out.append(db.execute("SELECT name FROM users WHERE id = ?", (i,)).fetchone()[0])\n'
+    "    return out\n"
+)
+REPORT = "app/report.py"
+
+
+async def test_a_weak_models_rejection_of_a_warning_hit_leaves_it_advisory(tmp_path: Path) -> None:
+    change = make_change(tmp_path, {REPORT: (LOOP_OLD, LOOP_NEW)})
+    rejected = Raw({"quote": "db.execute", "title": "", "body": "", "holds": False})
+    # A small change gets the lite tier (no performance reviewer): the coordinator's model confirms.
+    scripts = {"code_quality": [Final([])], "security": [Final([])], "documentation": [Final([])]}
+    scripts["coordinator"] = [rejected]
+    result, resolver, _ = await run_review(change, scripts, settings=scripted_settings(analyzers=True, **WEAK))
+    assert isinstance(result, Review)
+    [f] = result.findings
+    assert (f.path, f.start_line, f.evidence) == (REPORT, 7, ["rules:perf-py-query-in-loop"])
+    assert (f.severity, f.advisory, f.verified) == ("warning", True, None) and UNCONFIRMED_NOTE in f.body
+    assert result.verdict == "approved_with_comments"  # shown, never counted
+    assert resolver.models["coordinator"].calls == 1  # type: ignore[attr-defined]  # confirmed once, no re-check
+
+
+async def test_an_overruled_critical_hit_is_not_checked_again_by_the_same_weak_model(tmp_path: Path) -> None:
+    rejected = Raw({"quote": "", "title": "", "body": "", "holds": False})
+    scripts = {"security": [Final([]), rejected, rejected, rejected, holds(False)], "coordinator": NO_DECISIONS}
+    review, _ = await review_of(tmp_path, scripts, analyzers=True, **WEAK)
+    [sql] = [f for f in review.findings if f.start_line == 10]
+    assert sql.severity == "critical" and "ruff:S608" in sql.evidence
+    assert FAILED not in review.dropped_findings and review.verdict == "requested_changes"
+
+
+async def test_a_weak_coordinator_is_skipped_when_every_finding_passed_its_check(tmp_path: Path) -> None:
+    warn = finding(PATH, 6, "Password hashed with bare sha256", severity="warning", category="crypto")
+    scripts = {"security": [Final([warn]), holds(True, 6)], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, **WEAK)
+    assert review.coordinator.status == "skipped" and review.judged
+    assert resolver.models["coordinator"].calls == 0  # type: ignore[attr-defined]
+    assert [f.verified for f in review.findings] == [True]
+
+
+async def test_a_weak_coordinator_still_judges_findings_no_check_answered(tmp_path: Path) -> None:
+    warn = finding(PATH, 6, "Password hashed with bare sha256", severity="warning", category="crypto")
+    scripts = {"security": [Final([warn]), Fail(RuntimeError("no answer"))], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, **WEAK)
+    assert resolver.models["coordinator"].calls == 1  # type: ignore[attr-defined]
+    assert review.coordinator.status == "ok"

@@ -46,7 +46,7 @@ async def reviewed(tmp_path: Path, recorders: list[Any], warnings: list[str]) ->
             env={},
             events=events,
             warn=warnings.append,
-            resolver=resolver,
+            plugin_manager=resolver.plugin_manager(),
             recorders=recorders,
         )
         result = await review(make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)}), opts)
@@ -79,21 +79,21 @@ async def test_a_broken_or_hanging_recorder_costs_at_most_two_seconds_and_one_wa
 def test_a_plugins_table_turns_a_registered_recorder_on_from_the_command_line(tmp_path: Path, monkeypatch: Any) -> None:
     from click.testing import CliRunner
 
-    from codejury import pipeline
     from codejury.cli import cli
     from tests.engine_helpers import unified_diff
 
     resolver = ScriptedResolver(
         {"reviewer": [Final([finding(PATH, 10, "SQL injection")])], "coordinator": [Raw({"decisions": []})]}
     )
-    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
     diff = tmp_path / "change.diff"
     diff.write_text(unified_diff(PATH, AUTH_OLD, AUTH_NEW))
     store = tmp_path / "store" / "reviews.jsonl"
     config = tmp_path / "codejury.toml"
     config.write_text(f'analyzers = false\n[plugins.jsonl]\npath = "{store}"\n')
     args = ["review", "--diff", str(diff), "--config", str(config), "--model", "scripted:reviewer", "--format", "json"]
-    result = CliRunner().invoke(cli, [*args, "--model-for", "coordinator=scripted:coordinator", "--fail-on", "never"])
+    args += ["--model-for", "coordinator=scripted:coordinator", "--plugin", "codejury.testing.scripted"]
+    with resolver.active():
+        result = CliRunner().invoke(cli, [*args, "--fail-on", "never"])
     assert result.exit_code == 0, result.stderr
     recorded = [json.loads(line) for line in store.read_text().splitlines()]
     printed = json.loads(result.stdout)

@@ -331,7 +331,6 @@ def test_rdjson_and_codeclimate_say_nothing_was_reviewed() -> None:
 def _cli_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
     from click.testing import CliRunner
 
-    from codejury import pipeline
     from codejury.cli import cli
     from codejury.testing.scripted import Final, Raw, ScriptedResolver
     from codejury.testing.scripted import finding as model_finding
@@ -340,7 +339,6 @@ def _cli_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> 
     path = "app/auth/users.py"
     sqli = model_finding(path, 10, "SQL injection in find_user", severity="critical", category="sql-injection")
     resolver = ScriptedResolver({"reviewer": [Final([sqli])], "coordinator": [Raw({"decisions": []})]})
-    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
     repo = tmp_path / "repo"
     (repo / "app/auth").mkdir(parents=True)
     (repo / path).write_text(AUTH_NEW)
@@ -348,12 +346,10 @@ def _cli_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> 
     diff.write_text(unified_diff(path, AUTH_OLD, AUTH_NEW))
     config = tmp_path / "codejury.toml"
     config.write_text("analyzers = false\n")  # the formats of the scripted finding, not the analyzers' hits
-    result = CliRunner().invoke(
-        cli,
-        ["review", "--diff", str(diff), "--repo", str(repo), "--config", str(config), "--model", "scripted:reviewer"]
-        + ["--model-for", "coordinator=scripted:coordinator", *args],
-        catch_exceptions=False,
-    )
+    flags = ["--diff", str(diff), "--repo", str(repo), "--config", str(config), "--model", "scripted:reviewer"]
+    flags += ["--model-for", "coordinator=scripted:coordinator", "--plugin", "codejury.testing.scripted"]
+    with resolver.active():  # the scripted models, registered by --plugin codejury.testing.scripted
+        result = CliRunner().invoke(cli, ["review", *flags, *args], catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -9,13 +9,16 @@ tags removed from it (``prompts.fence``), exactly like the change in the prompt;
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import Tool
 
 from codejury.agents.prompts import fence, strip_boundary_tags
 from codejury.agents.sandbox import norm
 from codejury.agents.tools import TOOL_NAMES, RepoTools
+
+if TYPE_CHECKING:
+    from codejury.repocontext import RepoContext
 
 
 def fenced(tag: str, text: str, header: str = "") -> str:
@@ -25,7 +28,9 @@ def fenced(tag: str, text: str, header: str = "") -> str:
     return fence(tag, header + text)
 
 
-def _tool_functions(tools: RepoTools, deadline: float | None) -> dict[str, Callable[..., Awaitable[str]]]:
+def _tool_functions(
+    tools: RepoTools, deadline: float | None, repo: RepoContext | None = None
+) -> dict[str, Callable[..., Awaitable[str]]]:
     """The functions the model calls, with the docstrings and parameter descriptions it reads."""
 
     async def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
@@ -72,14 +77,62 @@ def _tool_functions(tools: RepoTools, deadline: float | None) -> dict[str, Calla
         listing = await tools.bounded(lambda budget: tools.list_files(directory, budget), deadline=deadline)
         return fenced("tool_result", listing)
 
-    return {"read_file": read_file, "read_patch": read_patch, "grep": grep, "list_files": list_files}
+    found: dict[str, Callable[..., Awaitable[str]]] = {
+        "read_file": read_file,
+        "read_patch": read_patch,
+        "grep": grep,
+        "list_files": list_files,
+    }
+    if repo is not None:
+        found.update(_index_functions(tools, repo, deadline))
+    return found
+
+
+def _index_functions(
+    tools: RepoTools, repo: RepoContext, deadline: float | None
+) -> dict[str, Callable[..., Awaitable[str]]]:
+    """``search_code`` and ``find_references``: the repository index (built on the first call)."""
+
+    async def search_code(query: str, k: int = 8) -> str:
+        """Search the repository's functions and classes by name or by words (BM25 over identifiers).
+
+        Returns the best chunks as 'path:start-end kind name' with their first numbered lines.
+
+        Args:
+            query: Identifiers or words, e.g. 'load_config' or 'parse http request headers'.
+            k: How many chunks to return (1 to 20).
+        """
+        found = await tools.bounded(
+            lambda budget: repo.search_code(query, k, stop=lambda: budget.spent), deadline=deadline
+        )
+        return fenced("tool_result", found)
+
+    async def find_references(symbol: str) -> str:
+        """Find where a function, class or variable is defined and every line of code that uses it.
+
+        Args:
+            symbol: The name, e.g. 'load_config' or 'Cart.total' (the part after the last dot is searched).
+        """
+        found = await tools.bounded(
+            lambda budget: repo.find_references(symbol, stop=lambda: budget.spent), deadline=deadline
+        )
+        return fenced("tool_result", found)
+
+    return {"search_code": search_code, "find_references": find_references}
 
 
 def as_agent_tools(
-    tools: RepoTools, allowed: frozenset[str] = TOOL_NAMES, *, deadline: float | None = None
+    tools: RepoTools,
+    allowed: frozenset[str] = TOOL_NAMES,
+    *,
+    deadline: float | None = None,
+    repo: RepoContext | None = None,
 ) -> list[Tool[Any]]:
-    """pydantic-ai tools for the names in ``allowed``, in a stable order; no call runs past ``deadline``."""
-    functions = _tool_functions(tools, deadline)
+    """pydantic-ai tools for the names in ``allowed``, in a stable order; no call runs past ``deadline``.
+
+    ``search_code`` and ``find_references`` are offered only with a repository index (``repo``).
+    """
+    functions = _tool_functions(tools, deadline, repo)
     return [
         Tool(
             functions[name],
@@ -89,4 +142,5 @@ def as_agent_tools(
             require_parameter_descriptions=True,
         )
         for name in sorted(allowed & TOOL_NAMES)
+        if name in functions
     ]

@@ -15,11 +15,13 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codejury.agents import voting
 from codejury.agents.runner import AgentOutcome, ChangeContext, run_agent
 from codejury.agents.tools import TOOL_NAMES
 from codejury.errors import ReviewFailed
 from codejury.findings import Finding, ReviewerOutput, ReviewerReport, ReviewerStatus, Usage
 from codejury.judge import anchors
+from codejury.judge.grounding import is_weak
 from codejury.models.profiles import ResolvedModel
 from codejury.models.selection import ReviewModels
 from codejury.resilience import AgentWatch
@@ -60,6 +62,7 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
     config, say = run.config, run.options.say
     outer = time.monotonic() + run.settings.overall_timeout_s
     watches: dict[str, AgentWatch] = {}
+    lost: dict[str, int] = {}
     say(f"tier {run.selection.tier}: {', '.join(names)} ({count(len(names), 'reviewer')})")
 
     async def run_one(name: str) -> AgentOutcome:
@@ -71,24 +74,36 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
             say(f"{name} started ({spec})")
             deadline = agent_deadline(run, name, outer)
             model, watches[name] = agent_model(run, models, name, spec, deadline)
-            outcome = await run_agent(
-                ctx,
-                name=name,
-                task_prompt=config.reviewers[name].prompt,
-                model=model,
-                output_type=ReviewerOutput,
-                allowed_tools=config.tool_permissions.get(name, config.reviewers[name].tools) & TOOL_NAMES,
-                limits=run.limits_for(name),
-                prices=run.prices,
-                events=run.events,
-                deadline=deadline,
-            )
+
+            async def sample(i: int) -> AgentOutcome:
+                return await run_agent(
+                    voting.sample_context(ctx, i),
+                    name=name if i == 0 else f"{name}:sample{i}",
+                    task_prompt=config.reviewers[name].prompt,
+                    model=model,
+                    output_type=ReviewerOutput,
+                    allowed_tools=config.tool_permissions.get(name, config.reviewers[name].tools) & TOOL_NAMES,
+                    limits=run.limits_for(name),
+                    prices=run.prices,
+                    events=run.events,
+                    deadline=deadline,
+                    model_settings=voting.sample_settings(i),
+                )
+
+            samples = run.settings.votes if is_weak(run, models, spec) else 1
+            if samples > 1:
+                outcome, lost[name] = await voting.voted(sample, samples, run.settings.votes_needed or samples // 2 + 1)
+            else:
+                outcome = await sample(0)
         found = len(outcome.output.findings) if isinstance(outcome.output, ReviewerOutput) else 0
-        say(finished(name, outcome, count(found, "finding")))
+        voted = f", {lost[name]} without enough votes" if lost.get(name) else ""
+        say(finished(name, outcome, count(found, "finding") + voted))
         return outcome
 
     outcomes = await fan_out(names, run_one, run.settings.overall_timeout_s)
     result = _collect(run, outcomes, watches)
+    if sum(lost.values()):
+        result.dropped[voting.NO_MAJORITY] = sum(lost.values())
     if result.cut_files:
         run.events.emit("context_cut", files=result.cut_files)
     if not result.ok_names:

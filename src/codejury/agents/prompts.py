@@ -25,6 +25,7 @@ BOUNDARY_TAGS: tuple[str, ...] = (
     "patches",
     "file_content",
     "repo_instructions",
+    "org_instructions",
     "custom_rules",
     "custom_review_instructions",
     "previous_review",
@@ -68,7 +69,12 @@ def file_list(files: Sequence[FileChange]) -> str:
 
 
 def shared_context(
-    change: ChangeSet, files: Sequence[FileChange], *, repo_instructions: str | None, custom_rules: str | None
+    change: ChangeSet,
+    files: Sequence[FileChange],
+    *,
+    repo_instructions: str | None,
+    custom_rules: str | None,
+    org_instructions: str | None = None,
 ) -> str:
     """The shared context file: metadata, file list and instructions, each fenced."""
     meta = change.meta
@@ -87,6 +93,9 @@ def shared_context(
     if repo_instructions:
         parts.append("Repository instructions (from the target branch):")
         parts.append(fence("repo_instructions", repo_instructions))
+    if org_instructions:
+        parts.append("The organisation's instructions (for every repository; the repository's own come first):")
+        parts.append(fence("org_instructions", org_instructions))
     if custom_rules:
         parts.append("The team's own rules:")
         parts.append(fence("custom_rules", custom_rules))
@@ -197,7 +206,8 @@ def inline_task(reviewer_prompt: str, *, noted: bool = False) -> str:
     if noted:
         answer = (
             "First write short notes on the problems you see on '+' lines (file, line, what is wrong), then "
-            "one finding per real problem with path, start_line (the number printed before the '+'), title, "
+            "at most three findings, the most important first, one per real problem, with path, start_line "
+            "(the number printed before the '+'), title, "
             'body, category, severity, confidence. Answer with JSON: {"notes": "...", "findings": [...]}.'
         )
     else:

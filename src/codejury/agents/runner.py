@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, NativeOutput, Tool
@@ -26,6 +26,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from codejury.agents import prompts
 from codejury.agents.agent_tools import as_agent_tools
+from codejury.agents.context_watch import watch_context
 from codejury.agents.tools import RepoTools
 from codejury.change.types import FileChange
 from codejury.errors import CodejuryError
@@ -33,6 +34,9 @@ from codejury.findings import NotedReviewerOutput, ReviewerOutput, Usage
 from codejury.models.pricing import PriceTable, usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
+
+if TYPE_CHECKING:
+    from codejury.repocontext import RepoContext
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -48,6 +52,10 @@ class ChangeContext:
     tools: RepoTools
     shared_rules: str
     sections: Sequence[tuple[str, str]] = ()
+    repo: RepoContext | None = None
+    """The repository index: ``search_code``/``find_references`` tools, and related code for inline models."""
+    related_code_tokens: int = 0
+    """The budget of the related-code section in an inline reviewer's prompt (0: none)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,7 @@ async def run_agent(
     prices: PriceTable,
     events: EventLog,
     deadline: float | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> AgentOutcome:
     """Run one agent over the change and return its validated output or a one-line error.
 
@@ -112,13 +121,25 @@ async def run_agent(
     run_usage = RunUsage()
     cut: list[str] = []
     started = time.monotonic()
+    model = watch_context(model, agent=name, events=events)  # a prompt past half the window is said
     events.emit("agent_started", agent=name, model=model.spec)
     own_deadline = started + limits.timeout_s
     deadline = own_deadline if deadline is None else min(deadline, own_deadline)
     try:
         async with asyncio.timeout(limits.timeout_s):
             output = await _run(
-                ctx, task_prompt, model, output_type, extra_user_text, allowed_tools, limits, run_usage, cut, deadline
+                ctx,
+                task_prompt,
+                model,
+                output_type,
+                extra_user_text,
+                allowed_tools,
+                limits,
+                run_usage,
+                cut,
+                deadline,
+                name,
+                model_settings,
             )
         error = None
     except TimeoutError:
@@ -154,6 +175,8 @@ async def _run(
     run_usage: RunUsage,
     cut: list[str],
     deadline: float,
+    name: str = "agent",
+    model_settings: ModelSettings | None = None,
 ) -> OutputT:
     profile = model.profile
     usage_limits = UsageLimits(
@@ -161,9 +184,9 @@ async def _run(
         tool_calls_limit=limits.max_tool_calls,
         input_tokens_limit=limits.max_input_tokens,
     )
-    settings = ModelSettings(max_tokens=profile.max_output_tokens)
+    settings = ModelSettings(max_tokens=profile.max_output_tokens, **(model_settings or {}))
     if profile.supports_tools:
-        tools: list[Tool[Any]] = as_agent_tools(ctx.tools, allowed_tools, deadline=deadline)
+        tools: list[Tool[Any]] = as_agent_tools(ctx.tools, allowed_tools, deadline=deadline, repo=ctx.repo)
 
         async def read_change_context() -> str:  # async: no worker thread for a constant
             """Read the shared context of the change: title, description, commit messages, changed
@@ -172,6 +195,7 @@ async def _run(
 
         tools.append(Tool(read_change_context))
         agent: Agent[None, OutputT] = Agent(
+            name=name,  # the reviewer's name on its trace spans (gen_ai.agent.name)
             output_type=output_type,
             instructions=prompts.static_prompt(ctx.shared_rules, ctx.sections, task_prompt),
             tools=tools,
@@ -185,11 +209,15 @@ async def _run(
         change, left_out = prompts.inline_change(ctx.shared_context, ctx.patches, budget_chars=budget - len(static))
         cut.extend(left_out)
         noted = output_type is ReviewerOutput
+        related = ""
+        if noted and ctx.repo is not None and ctx.related_code_tokens > 0:  # the same for every reviewer
+            room = budget - len(static) - len(change)
+            related = await asyncio.to_thread(ctx.repo.related_section, ctx.files, ctx.related_code_tokens, room)
         inline_type: type[BaseModel] = NotedReviewerOutput if noted else output_type
         inline_agent: Agent[None, BaseModel] = Agent(
-            output_type=NativeOutput(inline_type), system_prompt=static, retries=1
+            name=name, output_type=NativeOutput(inline_type), system_prompt=static, retries=1
         )
-        user = change + prompts.inline_task(task_prompt, noted=noted) + extra_user_text
+        user = change + related + prompts.inline_task(task_prompt, noted=noted) + extra_user_text
         inline = await inline_agent.run(
             user,
             model=model.model,

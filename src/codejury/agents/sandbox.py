@@ -1,6 +1,7 @@
 """Confinement of the read-only tools to one repository root, checked on what is actually opened.
 
-The policy, the same in every tool and every mode (git export, ``--working-tree``, ``--diff --repo``):
+The policy, the same in every tool over a directory (``--working-tree``, ``--diff --repo``; a review
+of commits reads git's object store instead, ``git_tools.py``, with the same checks on the name):
 
 - A model-given path is relative: absolute paths, ``~``, drive letters, ``..`` and NUL bytes are
   refused, and anything under a ``.git`` directory is off limits.
@@ -22,7 +23,7 @@ The policy, the same in every tool and every mode (git export, ``--working-tree`
   opened, so one swapped mid-walk is not entered either) and a symlinked file is never searched.
 - Hard links: a hard link inside the root to a file outside it cannot be told apart by any path.
   Regular files with more than one link are refused by every tool. Git never creates hard links
-  in a checkout, nor does our head-tree export, so this only hides files that a package manager
+  in a checkout, so this only hides files that a package manager
   hard-linked from its store (pnpm, uv), which are not the change under review.
 """
 
@@ -45,6 +46,23 @@ _DIR_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_DIRECTORY", 0)
 def norm(path: str) -> str:
     """A model-given path as a plain relative POSIX string ('./a//b' -> 'a/b')."""
     return str(PurePosixPath(path.strip())) if path.strip() else ""
+
+
+def checked_path(path: str, *, allow_root: bool = False) -> PurePosixPath | str:
+    """A model-given path as a relative path, or the ``error: ...`` refusing it (the checks on the name alone)."""
+    raw = path.strip()
+    if "\0" in raw:
+        return "error: NUL bytes are not allowed in paths"
+    rel = PurePosixPath(raw) if raw else PurePosixPath(".")
+    if rel.is_absolute() or raw.startswith("~") or re.match(r"^[A-Za-z]:[\\/]", raw):
+        return f"error: absolute paths are not allowed: {raw}; use a path relative to the repository root"
+    if ".." in rel.parts or ".." in raw.split("\\"):
+        return f"error: '..' is not allowed in paths: {raw}"
+    if ".git" in rel.parts:
+        return f"error: the .git directory is off limits: {raw}"
+    if rel == PurePosixPath(".") and not allow_root:
+        return "error: give a file path relative to the repository root"
+    return rel
 
 
 @dataclass(frozen=True)
@@ -88,18 +106,10 @@ class Sandbox:
 
     def resolve(self, path: str, *, allow_root: bool = False) -> Resolved | Missing | str:
         """Check a model-given path and resolve it inside the root."""
+        rel = checked_path(path, allow_root=allow_root)
+        if isinstance(rel, str):
+            return rel
         raw = path.strip()
-        if "\0" in raw:
-            return "error: NUL bytes are not allowed in paths"
-        rel = PurePosixPath(raw) if raw else PurePosixPath(".")
-        if rel.is_absolute() or raw.startswith("~") or re.match(r"^[A-Za-z]:[\\/]", raw):
-            return f"error: absolute paths are not allowed: {raw}; use a path relative to the repository root"
-        if ".." in rel.parts or ".." in raw.split("\\"):
-            return f"error: '..' is not allowed in paths: {raw}"
-        if ".git" in rel.parts:
-            return f"error: the .git directory is off limits: {raw}"
-        if rel == PurePosixPath(".") and not allow_root:
-            return "error: give a file path relative to the repository root"
         target = self.root.joinpath(*rel.parts)
         try:
             real = Path(os.path.realpath(target, strict=True))

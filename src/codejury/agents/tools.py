@@ -19,13 +19,16 @@ import asyncio
 import fnmatch
 import os
 from collections.abc import Callable, Mapping
+from io import BufferedReader
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from codejury.agents.bounded import Budget, Pattern, capped_lines, decode
 from codejury.agents.sandbox import Missing, Opened, Resolved, Sandbox, norm
 
-TOOL_NAMES: frozenset[str] = frozenset({"read_file", "read_patch", "grep", "list_files"})
+INDEX_TOOL_NAMES: frozenset[str] = frozenset({"search_code", "find_references"})
+"""Tools over the repository index (``codejury.repocontext``), offered when the review has one."""
+TOOL_NAMES: frozenset[str] = frozenset({"read_file", "read_patch", "grep", "list_files"}) | INDEX_TOOL_NAMES
 
 _BINARY_SNIFF = 8192
 _MAX_LINE_CHARS = 2000
@@ -50,6 +53,17 @@ def _glob_matches(rel: str, glob: str) -> bool:
     if fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(rel, glob.rstrip("/") + "/*"):
         return True
     return "/" not in glob and fnmatch.fnmatchcase(PurePosixPath(rel).name, glob)
+
+
+def listing_text(entries: list[str]) -> str:
+    """What ``list_files`` shows for a directory's entries: sorted, at most ``_MAX_LIST_ENTRIES``."""
+    if not entries:
+        return "(empty directory)"
+    entries = sorted(entries)
+    if len(entries) > _MAX_LIST_ENTRIES:
+        extra = len(entries) - _MAX_LIST_ENTRIES
+        entries = entries[:_MAX_LIST_ENTRIES] + [f"… {extra} more entries not shown"]
+    return "\n".join(entries)
 
 
 class RepoTools:
@@ -107,17 +121,23 @@ class RepoTools:
         if isinstance(opened, str):
             return opened
         with os.fdopen(opened.fd, "rb") as fh:
-            return self._numbered(fh, opened, start_line, end_line, budget or Budget(self.time_budget_s))
+            return self._numbered(fh, opened.info.st_size, opened.rel, start_line, end_line, budget)
 
     def _numbered(
-        self, fh: BinaryIO, opened: Opened, start_line: int | None, end_line: int | None, budget: Budget
+        self,
+        fh: BufferedReader,
+        size: int,
+        rel: str,
+        start_line: int | None,
+        end_line: int | None,
+        budget: Budget | None,
     ) -> str:
-        size = opened.info.st_size
+        """Numbered lines of one open file of ``size`` bytes, shown as ``rel``."""
+        budget = budget or Budget(self.time_budget_s)
         if size > self.max_read_bytes and start_line is None and end_line is None:
             return f"error: file too large ({size} bytes); read a line range with start_line and end_line"
-        if b"\0" in fh.read(_BINARY_SNIFF):
-            return f"error: binary file: {opened.rel}"
-        fh.seek(0)
+        if b"\0" in fh.peek(_BINARY_SNIFF)[:_BINARY_SNIFF]:
+            return f"error: binary file: {rel}"
         start = start_line if start_line is not None else 1
         if start < 1 or (end_line is not None and end_line < start):
             return "error: start_line must be >= 1 and end_line >= start_line"
@@ -143,9 +163,9 @@ class RepoTools:
             if budget.spent:
                 follow = f"… stopped at line {total}: the time limit of this call was reached"
         if total == 0 and not follow:
-            return f"({opened.rel} is empty)"
+            return f"({rel} is empty)"
         if not out:
-            return follow.replace("…", "error:", 1) if follow else f"error: {opened.rel} has only {total} lines"
+            return follow.replace("…", "error:", 1) if follow else f"error: {rel} has only {total} lines"
         return "\n".join(out + ([follow] if follow else []))
 
     def read_patch(self, path: str) -> str:
@@ -181,13 +201,7 @@ class RepoTools:
                         entries.append(base + entry.name + ("/" if kind == "dir" else ""))
         finally:
             os.close(opened.fd)
-        if not entries:
-            return "(empty directory)"
-        entries.sort()
-        if len(entries) > _MAX_LIST_ENTRIES:
-            extra = len(entries) - _MAX_LIST_ENTRIES
-            entries = entries[:_MAX_LIST_ENTRIES] + [f"… {extra} more entries not shown"]
-        return "\n".join(entries)
+        return listing_text(entries)
 
     @staticmethod
     def _entry_kind(sandbox: Sandbox, rel: str, entry: os.DirEntry[str]) -> str:
@@ -257,15 +271,18 @@ class RepoTools:
         """Search one file into ``matches``; a non-empty return says why the search must stop."""
         if file.info.st_size > self.max_read_bytes:
             return ""
-        raw = fh.read(self.max_read_bytes + 1)
+        return self._grep_bytes(fh.read(self.max_read_bytes + 1), file.rel, pattern, budget, matches)
+
+    def _grep_bytes(self, raw: bytes, rel: str, pattern: Pattern, budget: Budget, matches: list[str]) -> str:
+        """Search one file's content (shown as ``rel``) into ``matches``; non-empty: why the search must stop."""
         if b"\0" in raw[:_BINARY_SNIFF] or len(raw) > self.max_read_bytes:
             return ""
         for line_no, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
             hit = pattern.search(line[: _MAX_LINE_CHARS * 2], budget)
             if hit is None:
-                return self._slow(pattern, f"{file.rel}:{line_no}", budget)
+                return self._slow(pattern, f"{rel}:{line_no}", budget)
             if hit:
-                matches.append(f"{file.rel}:{line_no}: {_clip(line)[:300]}")
+                matches.append(f"{rel}:{line_no}: {_clip(line)[:300]}")
                 if len(matches) >= self.max_grep_matches:
                     return f"stopped at {self.max_grep_matches} matches; narrow the pattern or path_glob"
         return ""

@@ -9,10 +9,12 @@
 - with ``base``/``head`` the range ``merge-base(base, head)..head``.
 
 Git runs through ``change.git.Git`` (neutral configuration, every output capped while it is
-read). The head side is exported into a temporary directory (unless it is the working tree
-itself), so the tools read exactly the reviewed tree; files that cannot be exported (an
-unreadable object, a file over the size cap) are left out and listed in
-``ChangeSet.left_out``, never fatal. Use the source as a context manager to remove the export.
+read). Reviewing commits, only the changed files are written out (into a temporary directory,
+for the analyzers); the tools read the rest of the head commit from git's object store when
+they ask (``ChangeSet.head``), so the review reads what it needs, never the whole tree. A file
+that cannot be read (an unreadable object, a file over the size cap) is listed in
+``ChangeSet.left_out`` and missing to the tools, never fatal. Use the source as a context
+manager to remove the written files.
 Every read from outside (the diff, base-side files, stdin) is capped while it is read
 (``bounded_io``).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,7 +32,8 @@ from typing import Any
 from codejury.bounded_io import MAX_DIFF_BYTES, MAX_REPO_TEXT_BYTES, read_path, read_stream
 from codejury.change.diffparse import parse_diff
 from codejury.change.git import Git
-from codejury.change.head_export import export_tree
+from codejury.change.head_export import Blob, changed_blobs, export_blobs
+from codejury.change.head_tree import HeadTree
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, ChangeSource
 from codejury.errors import InputError, SourceError
 
@@ -128,6 +132,7 @@ class GitSource(ChangeSource):
                 f"{base_ref} and {head_ref} have no common ancestor (a shallow clone? fetch more history)"
             )
         merge_base = merge.stdout.decode().strip()
+        head_tree = None
         if self.working_tree:
             files = parse_diff(self._working_tree_diff(git, merge_base))
             root, left_out = top, {}
@@ -135,9 +140,13 @@ class GitSource(ChangeSource):
             diff = git.run("diff", *_DIFF_FLAGS, merge_base, head_sha, "--", **_diff_cap(base_ref, head_ref))
             files = parse_diff(diff)
             root = self._tempdir() / "head"
-            left_out = _export(git, head_sha, root)
+            left_out = _export(git, changed_blobs(git, merge_base, head_sha), root)
+            head_tree = HeadTree(git, head_sha, left_out)  # the rest of the commit, read when a tool asks
         meta = _meta(git, merge_base, head_sha, base_ref, head_ref, working_tree=self.working_tree)
-        return ChangeSet(files=files, meta=meta, root=root, base=GitBaseReader(git, merge_base), left_out=left_out)
+        meta = replace(meta, repository=repository_name(git, top), change_id=head_ref, head_sha=head_sha)
+        return ChangeSet(
+            files=files, meta=meta, root=root, base=GitBaseReader(git, merge_base), left_out=left_out, head=head_tree
+        )
 
     def _tempdir(self) -> Path:
         if self._tmp is None:
@@ -171,11 +180,11 @@ def _diff_cap(base_ref: str, head_ref: str) -> dict[str, Any]:
     return {"limit": MAX_DIFF_BYTES, "what": what, "error": InputError}
 
 
-def _export(git: Git, commit: str, dest: Path) -> dict[str, str]:
+def _export(git: Git, blobs: list[Blob], dest: Path) -> dict[str, str]:
     try:
-        return export_tree(git, commit, dest)
+        return export_blobs(git, blobs, dest)
     except OSError as exc:
-        raise SourceError(f"cannot export the head tree to {dest}: {exc.strerror or exc}") from exc
+        raise SourceError(f"cannot write the changed files to {dest}: {exc.strerror or exc}") from exc
 
 
 def _current_branch(git: Git) -> str:
@@ -197,6 +206,18 @@ def _default_branch(git: Git) -> str:
         if git.resolve(ref):
             return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
     raise SourceError("cannot find the default branch (no origin/HEAD, main or master); pass --base")
+
+
+def repository_name(git: Git, top: Path) -> str:
+    """``host/path`` of the ``origin`` remote (no scheme, user or password, no ``.git``), else the directory name."""
+    result = git.result("remote", "get-url", "origin")
+    url = result.stdout.decode("utf-8", errors="replace").strip() if result.returncode == 0 else ""
+    if "://" in url:
+        url = url.split("://", 1)[1].rpartition("@")[2]  # https://user:token@host/path → host/path
+    elif ":" in url and "@" in url.split(":", 1)[0]:
+        url = url.split("@", 1)[1].replace(":", "/", 1)  # git@host:group/repo.git → host/group/repo
+    name = url.strip("/").removesuffix(".git")
+    return name or top.name
 
 
 def _meta(git: Git, merge_base: str, head: str, base_ref: str, head_ref: str, *, working_tree: bool) -> ChangeMeta:

@@ -6,7 +6,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from codejury.change.head_tree import HeadTree
 
 FileStatus = Literal["added", "modified", "deleted", "renamed", "copied"]
 LineKind = Literal["+", "-", " "]
@@ -110,17 +113,26 @@ class ChangeMeta:
     head_ref: str = ""
     previous: PreviousReview | None = None
     """The last review of this change and what changed since (None on a first review)."""
+    repository: str = ""
+    """Which repository (``group/project``, ``owner/repo``, a remote URL's path, or the directory name)."""
+    change_id: str = ""
+    """Which change there (``!12``, ``#34``, the branch name); empty for a diff file."""
+    head_sha: str = ""
+    """The head commit reviewed; empty when only a diff is known."""
 
 
 @dataclass(frozen=True)
 class ChangeSet:
     """A change to review.
 
-    ``root`` is a directory holding the head side of the repository (the tools read there),
-    or None when only a diff is known. ``base`` reads files on the base side (repository
-    config and instructions, which never come from the change itself). ``left_out`` maps the
-    head-side files missing from ``root`` although the head commit has them (an unreadable git
-    object, a file over the size cap) to the reason: the tools see them as missing.
+    ``root`` is a directory holding the head side of the repository, or None when only a diff
+    is known: the checkout itself (``--working-tree``, ``--diff --repo``), or, in a review of a
+    commit, a directory holding only the changed files (the analyzers read there). ``head`` is
+    then the commit itself, which the tools list and read from git's object store on demand.
+    ``base`` reads files on the base side (repository config and instructions, which never come
+    from the change itself). ``left_out`` maps the head-side files the review could not read
+    although the head commit has them (an unreadable git object, a file over the size cap) to
+    the reason: the tools see them as missing. With ``head`` it fills as the tools read.
     """
 
     files: tuple[FileChange, ...]
@@ -128,6 +140,7 @@ class ChangeSet:
     root: Path | None = None
     base: BaseReader | None = None
     left_out: Mapping[str, str] = field(default_factory=dict)
+    head: HeadTree | None = None
 
     def left_out_notice(self, shown: int = 5) -> str | None:
         """One line naming the files left out of ``root`` (the first ``shown``), or None."""

@@ -150,7 +150,7 @@ def _with(run: ReviewRun, models: ReviewModels, spec: str) -> ReviewModels:
     extra = build_review_models(
         run.config,
         [spec],
-        resolver=run.options.resolver or default_resolver(run.options.env),
+        resolver=default_resolver(run.options.env),
         board=next(iter(models.chains.values())).board if models.chains else board_for(run.settings),
         redactor=models.redactor,
         on_event=run.events.emit,

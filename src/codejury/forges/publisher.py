@@ -7,7 +7,7 @@ approval state; a review that failed becomes the failure note (and withdraws an 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from codejury.change.types import FileChange
 from codejury.findings import Plan, Review
@@ -57,10 +57,16 @@ class ForgePublisher:
             posted=len(forge.posted),
             approval=plan.approval,
             break_glass_by=list(forge.break_glass_by),
+            earlier=self._earlier(plan.state.findings),
         )
         if not forge.read_only:
             done = ", ".join(forge.posted) if forge.posted else "nothing new to post"
             self.say(f"published on {forge.web_url}: {done}")
+
+    def _earlier(self, now: Mapping[str, str]) -> dict[str, str]:
+        """What became of each finding the last review published: fingerprint → open, fixed or dismissed."""
+        before = self.previous.state.findings if self.previous.state else {}
+        return {fp: now.get(fp, status) for fp, status in before.items()}
 
     async def publish_failure(self, reason: str) -> None:
         forge = self.forge

@@ -120,8 +120,9 @@ def summarise(
     failed_reviewers: Sequence[str],
     judged: bool,
     break_glass: bool,
+    stopped: str | None = None,
 ) -> str:
-    """A short deterministic summary of the review, in one to three sentences."""
+    """A short deterministic summary of the review, in one to four sentences."""
     if findings:
         headline = _headline(findings)
         first = _counts(findings) + (f"; {headline}." if headline else ".")
@@ -136,11 +137,13 @@ def summarise(
         caveats.append(f"{_plural(len(failed), 'reviewer')} failed ({', '.join(failed)})")
     if not judged:
         caveats.append("the coordinator could not run, so the findings are unjudged")
+    if stopped:
+        caveats.append(f"the review is partial ({stopped}), so it is not an approval")
     if caveats:
         text = "; ".join(caveats)
         sentences.append(text[0].upper() + text[1:] + ".")
     if break_glass:
-        would = VERDICT_LABELS[decide_verdict(findings, judged=judged)]
+        would = VERDICT_LABELS[decide_verdict(findings, judged=judged and not stopped)]
         sentences.append(f"Break glass: approved by a human override (the review alone: {would}).")
     return " ".join(sentences)
 
@@ -170,17 +173,23 @@ def summarise_unreviewed(
 # -- the verdict stage: the rubric applied to what the panel and the judge produced ---------------------
 
 
-def verdict_stage(run: ReviewRun, panel: PanelResult, judgement: Judgement, notes: Sequence[str] = ()) -> Review:
-    """The finished review: verdict by the rubric, summary, every report, usage and time."""
+def verdict_stage(
+    run: ReviewRun, panel: PanelResult, judgement: Judgement, notes: Sequence[str] = (), stopped: str | None = None
+) -> Review:
+    """The finished review: verdict by the rubric, summary, every report, usage and time.
+
+    ``stopped`` says why the review stopped early (its cost ceiling): such a review is partial,
+    and like an unjudged one it is never an approval.
+    """
     findings = judgement.findings
-    verdict = decide_verdict(findings, break_glass=run.break_glass, judged=judgement.judged)
+    verdict = decide_verdict(findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None)
     reports = [*panel.reports, *judgement.reports]
     failed = [r.name for r in reports if r.status == "failed"]
     total = sum((r.usage() for r in [*reports, judgement.coordinator]), Usage())
     review = Review(
         verdict=verdict,
         tier=run.selection.tier,
-        summary=summarise(findings, verdict, failed, judgement.judged, run.break_glass),
+        summary=summarise(findings, verdict, failed, judgement.judged, run.break_glass, stopped),
         findings=findings,
         reviewers=reports,
         coordinator=judgement.coordinator,
@@ -191,7 +200,7 @@ def verdict_stage(run: ReviewRun, panel: PanelResult, judgement: Judgement, note
         dropped_findings=judgement.dropped,
         replies=judgement.replies,
         cut_files=panel.cut_files,
-        notes=list(notes),
+        notes=[*([stopped] if stopped else []), *notes],
     )
     run.events.emit(
         "review_finished",
@@ -200,6 +209,7 @@ def verdict_stage(run: ReviewRun, panel: PanelResult, judgement: Judgement, note
         findings=len(findings),
         judged=review.judged,
         break_glass=run.break_glass,
+        stopped=stopped,
         failed_reviewers=failed,
         dropped=review.dropped_findings,
         **review.usage.model_dump(),

@@ -13,8 +13,11 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic_ai.models import Model
+
 from codejury.config import ReviewConfig, Settings
 from codejury.findings import Tier
+from codejury.models.budget import CostBudget, MeteredModel
 from codejury.models.pricing import ModelPrice, PriceTable
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.redacting import RedactingModel
@@ -84,11 +87,17 @@ class ReviewModels:
     profiles: Mapping[str, CapabilityProfile]
     gates: Mapping[str, asyncio.Semaphore]
     redactor: Redactor
+    budget: CostBudget | None = None
+    """The review's cost ceiling (``max_cost_usd``); None: no ceiling."""
 
     def for_agent(self, spec: str, watch: AgentWatch) -> ResolvedModel:
-        """``spec`` for one agent run: its own deadline and heartbeat, every request scrubbed."""
+        """``spec`` for one agent run: its own deadline and heartbeat, every request scrubbed and,
+        under a cost ceiling, metered."""
         chain = self.chains[spec].watched(watch)
-        return ResolvedModel(spec=spec, model=RedactingModel(chain, self.redactor), profile=self.profiles[spec])
+        model: Model = RedactingModel(chain, self.redactor)
+        if self.budget is not None:
+            model = MeteredModel(model, self.budget, spec=spec, watch=watch)
+        return ResolvedModel(spec=spec, model=model, profile=self.profiles[spec])
 
 
 def build_review_models(
@@ -115,4 +124,6 @@ def build_review_models(
         chains[spec] = ResilientModel(chain, board=board, settings=resilience, on_event=on_event)
         profiles[spec] = chain[0].profile
     gates = {spec: asyncio.Semaphore(max(1, p.parallel_requests)) for spec, p in profiles.items()}
-    return ReviewModels(chains=chains, profiles=profiles, gates=gates, redactor=redactor)
+    ceiling = settings.max_cost_usd
+    budget = CostBudget(ceiling, price_table(settings), on_event) if ceiling is not None else None
+    return ReviewModels(chains=chains, profiles=profiles, gates=gates, redactor=redactor, budget=budget)

@@ -8,21 +8,33 @@ order, one per model request. Steps:
 - ``Fail(exc)``: the request raises ``exc``;
 - ``Sleep(seconds)``: the request takes this long before playing the next step.
 When the script runs out the last step repeats.
+
+``ScriptedResolver`` is also a plugin: it registers the ``scripted`` provider kind and provider
+through the model-kind hook, the seam any model plugin uses (see its docstring).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from codejury.hookspecs import hookimpl
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
+from codejury.models.providers import ProviderSpec
+from codejury.models.registry import ModelKind
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from codejury.contexts import ConfigureContext
 
 
 @dataclass(frozen=True)
@@ -130,7 +142,13 @@ class ScriptedModel:
 
 
 class ScriptedResolver:
-    """Resolve 'scripted:NAME' model strings to scripted models (tool-capable or inline-JSON)."""
+    """Scripted models for ``scripted:NAME`` model strings, and the plugin that puts them in a review.
+
+    As a plugin (``plugin_manager()`` for a review run in process; ``active()`` with ``--plugin
+    codejury.testing.scripted`` for a ``codejury`` command run in process) it registers the
+    ``scripted`` provider kind and a ``scripted`` provider through the same hooks as any
+    third-party model plugin, so a review resolves its models exactly as it would a real one.
+    """
 
     def __init__(self, scripts: Mapping[str, Sequence[Step]], *, tools: bool = True) -> None:
         self.models = {name: ScriptedModel(list(steps)) for name, steps in scripts.items()}
@@ -154,3 +172,51 @@ class ScriptedResolver:
             )
         )
         return ResolvedModel(spec=spec, model=FunctionModel(script, model_name=spec), profile=profile)
+
+    # ---- the plugin ----------------------------------------------------------------------
+
+    @hookimpl
+    def codejury_register_model_kinds(self, register: Callable[[str, ModelKind], None]) -> None:
+        """The ``scripted`` kind: each model string gets its script (never shared between reviews)."""
+        register(SCRIPTED, ModelKind(build=lambda request: self(request.spec, None), shared=False))
+
+    @hookimpl
+    def codejury_configure(self, ctx: ConfigureContext) -> None:
+        """The ``scripted`` provider, so ``scripted:NAME`` model strings name a known provider."""
+        ctx.add_provider(ProviderSpec(name=SCRIPTED, kind=SCRIPTED))
+
+    def plugin_manager(self, plugins: Sequence[str] = ()) -> pluggy.PluginManager:
+        """A review's plugin manager (built-ins, ``plugins``) with these scripted models registered."""
+        from codejury.plugins import make_plugin_manager
+
+        pm = make_plugin_manager(plugins)
+        pm.register(self, name=f"{SCRIPTED}-models")
+        return pm
+
+    @contextmanager
+    def active(self) -> Iterator[ScriptedResolver]:
+        """While the block runs, ``--plugin codejury.testing.scripted`` registers these models."""
+        _ACTIVE.append(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.remove(self)
+
+
+SCRIPTED = "scripted"
+"""The provider, and its kind, of ``scripted:NAME`` model strings."""
+_ACTIVE: list[ScriptedResolver] = []
+
+
+@hookimpl
+def codejury_register_model_kinds(register: Callable[[str, ModelKind], None]) -> None:
+    """Loaded as ``--plugin codejury.testing.scripted``: the active resolver's kind (none inactive)."""
+    if _ACTIVE:
+        _ACTIVE[-1].codejury_register_model_kinds(register)
+
+
+@hookimpl
+def codejury_configure(ctx: ConfigureContext) -> None:
+    """Loaded as ``--plugin codejury.testing.scripted``: the active resolver's provider."""
+    if _ACTIVE:
+        _ACTIVE[-1].codejury_configure(ctx)

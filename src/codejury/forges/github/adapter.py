@@ -215,9 +215,13 @@ class GitHubPullRequest(ForgeAdapter):
             base_ref=pull.base_ref,
             head_ref=pull.head_ref,
             previous=previous_review(previous, await self._changed_since(previous)),
+            repository=_repository(pull.html_url, repo),
+            change_id=f"#{number}",
+            head_sha=pull.head_sha,
         )
         root = checkout_root(self.env.get("GITHUB_WORKSPACE"), pull.head_sha) if self.target.in_ci else None
-        return ChangeSet(files=files, meta=meta, root=root, base=await self._base(pull.base_sha))
+        base = await self._base(pull.base_sha, [f.path for f in files])
+        return ChangeSet(files=files, meta=meta, root=root, base=base)
 
     async def _changed_since(self, previous: PreviousState) -> list[str] | None:
         """Files changed between the last reviewed head and this one; None when GitHub cannot say.
@@ -239,13 +243,14 @@ class GitHubPullRequest(ForgeAdapter):
             self._comments = (await self.api.issue_comments(repo, number), await self.api.review_comments(repo, number))
         return self._comments
 
-    async def _base(self, base_sha: str) -> BaseReader:
+    async def _base(self, base_sha: str, changed: Sequence[str]) -> BaseReader:
         """The base commit's config and instructions (never the PR's own), fetched up front."""
         if not base_sha:
             return PrefetchedBase({})
         return await prefetch_base(
             functools.partial(self.api.file_text, self.target.repo, ref=base_sha),
             functools.partial(self.api.list_directory, self.target.repo, ref=base_sha),
+            changed=changed,
         )
 
     async def _read_previous(self) -> PreviousState:
@@ -584,3 +589,9 @@ class GitHubPullRequest(ForgeAdapter):
                 self.warn(f"warning: cannot write the job summary {path}: {exc}")
         self.warn(f"nothing was posted on GitHub: {self.read_only}; the review is in {where}")
         return []
+
+
+def _repository(html_url: str, repo: str) -> str:
+    """``host/owner/repo`` from the pull request's page (as a clone's ``origin`` names it), else ``owner/repo``."""
+    page = html_url.split("://", 1)[-1]
+    return page.split("/pull/", 1)[0] if "/pull/" in page else repo

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
-from codejury.change.types import ChangeMeta, ChangeSet, FileChange
+from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedBase
 from codejury.errors import InputError
 from codejury.forges.adapter import (
     ForgeAdapter,
@@ -147,13 +147,16 @@ class GitLabMergeRequest(ForgeAdapter):
         async with _first_error() as tg:
             diffs = tg.create_task(self.api.diffs(project, iid))
             notes = tg.create_task(self.api.notes(project, iid))
-            base = tg.create_task(
-                prefetch_base(
+
+            async def read_base() -> PrefetchedBase:  # the instructions governing the changed files too
+                return await prefetch_base(
                     functools.partial(self.api.file_text, project, ref=base_sha),
                     functools.partial(self.api.tree, project, ref=base_sha),
                     concurrency=CONCURRENCY,
+                    changed=[_file_change(d).path for d in await diffs],
                 )
-            )
+
+            base = tg.create_task(read_base())
             previous = tg.create_task(self.load_previous())
             changed = tg.create_task(self._changed_since(previous))
         files = tuple(_file_change(d) for d in diffs.result())
@@ -170,6 +173,9 @@ class GitLabMergeRequest(ForgeAdapter):
             base_ref=self._mr.target_branch,
             head_ref=self._mr.source_branch,
             previous=previous_review(previous.result(), changed.result()),
+            repository=self._mr.web_url.split("://", 1)[-1].split("/-/merge_requests/", 1)[0] or str(project),
+            change_id=f"!{iid}",
+            head_sha=self.head_sha,
         )
         return ChangeSet(files=files, meta=meta, root=root, base=base.result())
 

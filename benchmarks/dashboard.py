@@ -1,0 +1,116 @@
+"""`codejury dashboard` over 100,000 recorded reviews.
+
+    python benchmarks/dashboard.py [--reviews N] [--store PATH]
+
+1. Seeds N reviews (default 100,000) over 30 days into a fresh SQLite store with the stats
+   benchmark's seeding (``benchmarks/stats.py``), then records 50 complete reviews (findings with
+   bodies, a failed reviewer, skipped files) as the newest, so the page embeds real full reviews.
+   ``--store PATH`` keeps the store there and reuses it on the next run.
+2. Times ``codejury dashboard --since all -o page.html`` as a user runs it (a new process: start-up,
+   imports, queries, rendering, writing), best of 3; target <= 2 s. Then ``--since 7d``.
+3. Prints where the time goes in-process: the stats tables, the series over time, rendering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.dashboard.seed import showcase_record  # noqa: E402
+
+from codejury.dashboard.page import dashboard_data, render_dashboard_data, scope_of  # noqa: E402
+from codejury.dashboard.series import choose_buckets, compute_series  # noqa: E402
+from codejury.record.stats import compute_stats  # noqa: E402
+from codejury.record.store import Store  # noqa: E402
+from codejury.record.target import sqlite_target  # noqa: E402
+
+
+def _stats_benchmark() -> object:
+    spec = importlib.util.spec_from_file_location("benchmark_stats", ROOT / "benchmarks" / "stats.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def seed(path: Path, n: int) -> None:
+    started = time.perf_counter()
+    _stats_benchmark().seed_store(path, n, random.Random(16))  # type: ignore[attr-defined]
+    store = Store(sqlite_target(path))
+    now = datetime.now(UTC)
+    for i in range(50):
+        record = showcase_record(now - timedelta(minutes=5 * (50 - i)))
+        store.write(record.model_copy(update={"uid": f"full-{i}"}))
+    store.close()
+    print(f"seeding took {time.perf_counter() - started:.1f} s; store {path.stat().st_size / 1e6:.0f} MB")
+
+
+def time_command(path: Path, since: str, out: Path) -> list[float]:
+    command = [sys.executable, "-m", "codejury.cli", "dashboard", "--store", f"sqlite:///{path}", "--since", since]
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        done = subprocess.run([*command, "-o", str(out)], capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"codejury dashboard failed ({done.returncode}): {done.stderr.strip()}")
+    assert out.stat().st_size > 10_000
+    return times
+
+
+def breakdown(path: Path) -> str:
+    store = Store(sqlite_target(path))
+    now = datetime.now(UTC)
+    with store.connect() as conn:
+        started = time.perf_counter()
+        stats = compute_stats(conn)
+        t_stats = time.perf_counter() - started
+        assert stats.overview.first is not None
+        started = time.perf_counter()
+        compute_series(conn, choose_buckets(stats.overview.first, now), scope_of(None, None))
+        t_series = time.perf_counter() - started
+    started = time.perf_counter()
+    data = dashboard_data(store, now=now)
+    t_both = time.perf_counter() - started
+    started = time.perf_counter()
+    page = render_dashboard_data(data)
+    t_render = time.perf_counter() - started
+    store.close()
+    return (
+        f"in-process: stats tables {t_stats:.2f} s, series over time {t_series:.2f} s, both on two connections "
+        f"at once {t_both:.2f} s, rendering {t_render:.2f} s ({len(page) / 1e6:.1f} MB page)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reviews", type=int, default=100_000)
+    parser.add_argument("--store", type=Path, help="keep the seeded store here (reused when it exists)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="codejury-bench-dashboard-") as tmp:
+        path = args.store or Path(tmp) / "reviews.sqlite3"
+        if not path.exists():
+            seed(path, args.reviews)
+        out = Path(tmp) / "dashboard.html"
+        for since in ("all", "7d"):
+            times = time_command(path, since, out)
+            print(
+                f"codejury dashboard --since {since} over {args.reviews:,} reviews (new process): best "
+                f"{min(times):.2f} s, runs {', '.join(f'{t:.2f}' for t in times)} s (target <= 2 s); "
+                f"page {out.stat().st_size / 1e6:.2f} MB"
+            )
+        print(breakdown(path))
+
+
+if __name__ == "__main__":
+    main()

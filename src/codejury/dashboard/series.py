@@ -1,0 +1,308 @@
+"""The stats tables over time: the store's reviews grouped into equal time buckets.
+
+``choose_buckets(first, last)`` picks the bucket width (an hour, six hours, a day, a week or 30 days)
+that splits the period into at most ``MAX_BUCKETS`` buckets, aligned to UTC (a day starts at
+midnight UTC). ``compute_series(conn, buckets, scope)`` returns, per bucket:
+
+- reviews by verdict, and cost and duration median and P95 per tier (the same percentile
+  definition as ``codejury stats``);
+- findings by severity;
+- input, output and cache-read tokens per model, and so each model's cache hit rate;
+- the acted-on outcome of the findings published in that bucket (followed up, acted on, dismissed),
+  with ``codejury stats``'s definition (``finding_outcomes``).
+
+The bucket of a row is computed in SQL from the epoch seconds of ``recorded_at`` (SQLite's
+``strftime('%s')``, PostgreSQL's ``extract(epoch)``), so one grouped query per measure serves both
+stores.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Integer, Select, and_, case, cast, exists, extract, func, select
+
+from codejury.record import schema
+from codejury.record.stats import SEVERITIES, TIER_ORDER, percentile
+
+MAX_BUCKETS = 60
+WIDTHS = (
+    timedelta(hours=1),
+    timedelta(hours=6),
+    timedelta(days=1),
+    timedelta(weeks=1),
+    timedelta(days=30),
+)
+_EPOCH = datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """``count`` consecutive buckets of ``width`` from ``start`` (naive UTC, as the store keeps times)."""
+
+    start: datetime
+    width: timedelta
+    count: int
+
+    @property
+    def seconds(self) -> int:
+        return int(self.width.total_seconds())
+
+    def starts(self) -> list[datetime]:
+        return [self.start + self.width * i for i in range(self.count)]
+
+    def labels(self) -> list[str]:
+        """A short label per bucket: its start date, with the hour for buckets under a day."""
+        fmt = "%Y-%m-%d %H:%M" if self.width < timedelta(days=1) else "%Y-%m-%d"
+        return [s.strftime(fmt) for s in self.starts()]
+
+    @property
+    def unit(self) -> str:
+        names = {3600: "hour", 21600: "6 hours", 86400: "day", 604800: "week", 2592000: "30 days"}
+        return names.get(self.seconds, f"{self.seconds} s")
+
+
+def _naive(at: datetime) -> datetime:
+    return at if at.tzinfo is None else at.astimezone(UTC).replace(tzinfo=None)
+
+
+def choose_buckets(first: datetime, last: datetime) -> Buckets:
+    """Buckets covering ``first`` .. ``last``: the narrowest width giving at most ``MAX_BUCKETS``."""
+    first, last = _naive(first), _naive(last)
+    if last < first:
+        last = first
+    for width in WIDTHS:
+        seconds = int(width.total_seconds())
+        origin = int((first - _EPOCH).total_seconds()) // seconds * seconds
+        count = (int((last - _EPOCH).total_seconds()) - origin) // seconds + 1
+        if count <= MAX_BUCKETS or width == WIDTHS[-1]:
+            return Buckets(_EPOCH + timedelta(seconds=origin), width, count)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def bucket_of(conn: Connection, column: ColumnElement[datetime], buckets: Buckets) -> ColumnElement[int]:
+    """SQL for the bucket index of ``column`` (rows before ``buckets.start`` get negative ones)."""
+    origin = int((buckets.start - _EPOCH).total_seconds())
+    if conn.dialect.name == "sqlite":
+        seconds: ColumnElement[int] = cast(func.strftime("%s", column), Integer)
+        return (seconds - origin) // buckets.seconds  # integer division: the floor for rows at or after start
+    return cast(func.floor((extract("epoch", column) - origin) / buckets.seconds), Integer)
+
+
+@dataclass
+class TierPoint:
+    reviews: int
+    cost_median: float | None
+    cost_p95: float | None
+    duration_median: float | None
+    duration_p95: float | None
+
+
+@dataclass
+class TokenPoint:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
+
+
+@dataclass
+class ActedPoint:
+    published: int = 0
+    followed_up: int = 0
+    acted_on: int = 0
+    dismissed: int = 0
+
+    @property
+    def acted_on_rate(self) -> float | None:
+        return self.acted_on / self.followed_up if self.followed_up else None
+
+    @property
+    def dismissed_rate(self) -> float | None:
+        return self.dismissed / self.followed_up if self.followed_up else None
+
+
+@dataclass
+class Series:
+    """Every measure per bucket; each list (or dict of lists) has ``buckets.count`` entries."""
+
+    buckets: Buckets
+    verdicts: dict[str, list[int]] = field(default_factory=dict)
+    tiers: dict[str, list[TierPoint]] = field(default_factory=dict)
+    severities: dict[str, list[int]] = field(default_factory=dict)
+    models: dict[str, list[TokenPoint]] = field(default_factory=dict)
+    acted: list[ActedPoint] = field(default_factory=list)
+
+
+def compute_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], *, acted: bool = True) -> Series:
+    """Every measure per bucket over the reviews that ``scope`` (a condition on ``reviews``) keeps
+    (the acted-on outcome only with ``acted``: ``acted_series`` reads it on its own)."""
+    series = Series(buckets=buckets)
+    _reviews(conn, buckets, scope, series)
+    _findings(conn, buckets, scope, series)
+    _tokens(conn, buckets, scope, series)
+    if acted:
+        series.acted = acted_series(conn, buckets, scope)
+    return series
+
+
+def _inside(index: object, buckets: Buckets) -> int | None:
+    i = int(index) if isinstance(index, int | float) else -1
+    return i if 0 <= i < buckets.count else None
+
+
+def _reviews(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> None:
+    r = schema.reviews
+    n = buckets.count
+    values: dict[tuple[str, int], tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    verdicts: dict[str, list[int]] = defaultdict(lambda: [0] * n)
+    query = select(bucket_of(conn, r.c.recorded_at, buckets), r.c.tier, r.c.verdict, r.c.cost_usd, r.c.duration_s)
+    for index, tier, verdict, cost, duration in conn.execute(query.where(scope)):
+        i = _inside(index, buckets)
+        if i is None:
+            continue
+        verdicts[verdict][i] += 1
+        costs, durations = values[(tier, i)]
+        costs.append(cost)
+        durations.append(duration)
+    tiers = {tier for tier, _ in values}
+    order = [t for t in TIER_ORDER if t in tiers] + sorted(tiers - set(TIER_ORDER))
+    for tier in order:
+        points = []
+        for i in range(n):
+            costs, durations = values.get((tier, i), ([], []))
+            costs.sort()
+            durations.sort()
+            points.append(
+                TierPoint(
+                    reviews=len(costs),
+                    cost_median=percentile(costs, 0.5),
+                    cost_p95=percentile(costs, 0.95),
+                    duration_median=percentile(durations, 0.5),
+                    duration_p95=percentile(durations, 0.95),
+                )
+            )
+        series.tiers[tier] = points
+    series.verdicts = dict(sorted(verdicts.items(), key=lambda item: -sum(item[1])))
+
+
+def _findings(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> None:
+    r, f = schema.reviews, schema.findings
+    index = bucket_of(conn, r.c.recorded_at, buckets).label("bucket")
+    query = (
+        select(index, f.c.severity, func.count())
+        .select_from(f.join(r, r.c.id == f.c.review_id))
+        .where(scope)
+        .group_by(index, f.c.severity)
+    )
+    counts: dict[str, list[int]] = {s: [0] * buckets.count for s in SEVERITIES}
+    for bucket, severity, n in conn.execute(query):
+        i = _inside(bucket, buckets)
+        if i is not None:
+            counts.setdefault(severity, [0] * buckets.count)[i] += int(n)
+    series.severities = counts
+
+
+def _tokens(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> None:
+    r, runs = schema.reviews, schema.reviewer_runs
+    index = bucket_of(conn, r.c.recorded_at, buckets).label("bucket")
+    query = (
+        select(
+            index,
+            runs.c.model,
+            func.sum(runs.c.input_tokens),
+            func.sum(runs.c.output_tokens),
+            func.sum(runs.c.cache_read_tokens),
+        )
+        .select_from(runs.join(r, r.c.id == runs.c.review_id))
+        .where(scope)
+        .group_by(index, runs.c.model)
+    )
+    models: dict[str, list[TokenPoint]] = {}
+    for bucket, model, inp, out, cached in conn.execute(query):
+        i = _inside(bucket, buckets)
+        if i is None:
+            continue
+        points = models.setdefault(model, [TokenPoint() for _ in range(buckets.count)])
+        points[i] = TokenPoint(int(inp or 0), int(out or 0), int(cached or 0))
+    totals = {m: sum(p.input_tokens + p.output_tokens for p in points) for m, points in models.items()}
+    series.models = {m: models[m] for m in sorted(models, key=lambda m: (-totals[m], m))}
+
+
+def _outcomes(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> Select[Any]:
+    """``finding_outcomes`` with each finding's bucket (the time of the review that published it).
+
+    The same definition as ``codejury.record.stats.finding_outcomes`` (which does not return the
+    review's time): the next review of the change by time, its forge bookkeeping for the
+    fingerprint first, else whether it still reports the finding on another head with the file
+    changed. ``test_the_series_add_up_to_the_stats_tables`` holds the two to the same totals.
+    """
+    r, f, e, cf = schema.reviews, schema.findings, schema.earlier_findings, schema.changed_files
+    ordered = (
+        select(
+            r.c.id,
+            func.lead(r.c.id)
+            .over(partition_by=(r.c.repository, r.c.change_id), order_by=(r.c.recorded_at, r.c.id))
+            .label("next_id"),
+        )
+        .where(r.c.change_id != "")
+        .subquery("ordered")
+    )
+    status = (
+        select(e.c.status)
+        .where(e.c.review_id == ordered.c.next_id, e.c.fingerprint == f.c.fingerprint)
+        .limit(1)
+        .scalar_subquery()
+    )
+    pf = (
+        select(
+            bucket_of(conn, r.c.recorded_at, buckets).label("bucket"),
+            f.c.fingerprint,
+            f.c.path,
+            r.c.head_sha,
+            ordered.c.next_id,
+            status.label("status"),
+        )  # fmt: skip
+        .select_from(f.join(r, r.c.id == f.c.review_id).outerjoin(ordered, ordered.c.id == f.c.review_id))
+        .where(scope)
+        .cte("per_finding")
+        .prefix_with("MATERIALIZED")
+    )
+    nxt, same = r.alias("next_review"), f.alias("same_finding")
+    reported_again = exists().where(same.c.review_id == pf.c.next_id, same.c.fingerprint == pf.c.fingerprint)
+    file_changed = exists().where(cf.c.review_id == pf.c.next_id, cf.c.path == pf.c.path)
+    acted = case(
+        (pf.c.next_id.is_(None), 0),
+        (pf.c.status == "fixed", 1),
+        (pf.c.status.is_not(None), 0),
+        (reported_again, 0),
+        (nxt.c.head_sha == pf.c.head_sha, 0),
+        (and_(nxt.c.changed_since_known.is_(True), ~file_changed), 0),
+        else_=1,
+    )
+    return select(
+        pf.c.bucket,
+        case((pf.c.next_id.is_not(None), 1), else_=0).label("followed_up"),
+        acted.label("acted_on"),
+        case((pf.c.status == "dismissed", 1), else_=0).label("dismissed"),
+    ).select_from(pf.outerjoin(nxt, nxt.c.id == pf.c.next_id))
+
+
+def acted_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> list[ActedPoint]:
+    """The acted-on outcome of the findings published in each bucket."""
+    o = _outcomes(conn, buckets, scope).subquery("outcomes")
+    query = select(
+        o.c.bucket, func.count(), func.sum(o.c.followed_up), func.sum(o.c.acted_on), func.sum(o.c.dismissed)
+    ).group_by(o.c.bucket)
+    points = [ActedPoint() for _ in range(buckets.count)]
+    for bucket, n, fo, a, d in conn.execute(query):
+        i = _inside(bucket, buckets)
+        if i is not None:
+            points[i] = ActedPoint(int(n), int(fo or 0), int(a or 0), int(d or 0))
+    return points

@@ -1,0 +1,143 @@
+"""The cost ceiling of one review (``max_cost_usd``, ``--max-cost``): model calls stop once it is reached.
+
+``CostBudget`` holds a review's running cost. ``MeteredModel`` wraps the model of every agent run
+(``ReviewModels.for_agent``: reviewers, verification, reflection, the coordinator): each response
+adds its cost, priced from the review's ``PriceTable`` as the model that answered it (a failback
+model included; the embedded model and other local models cost nothing). When the total reaches
+the ceiling the budget is spent: a request still waiting on a provider is abandoned, and every
+later request is refused, both with ``CostCeilingReached``. Each running agent therefore stops
+with that reason as its error (its usage so far is kept), and the first time, one ``cost_ceiling``
+event goes to the event log. A review that reached its ceiling is partial: it is never approved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pydantic_ai._run_context import RunContext
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RequestUsage
+
+from codejury.errors import CodejuryError
+from codejury.findings import Usage
+from codejury.models.pricing import PriceTable
+from codejury.resilience import AgentWatch
+
+EventSink = Callable[..., None]
+
+
+class CostCeilingReached(CodejuryError):
+    """The review's cost ceiling was reached: no more model calls."""
+
+
+class CostBudget:
+    """The running cost of one review against its ceiling (USD)."""
+
+    def __init__(self, ceiling_usd: float, prices: PriceTable, on_event: EventSink | None = None) -> None:
+        self.ceiling_usd = ceiling_usd
+        self.prices = prices
+        self.spent_usd = 0.0
+        self._on_event = on_event
+        self._reached = asyncio.Event()
+
+    @property
+    def reached(self) -> bool:
+        return self._reached.is_set()
+
+    def reason(self) -> str | None:
+        """One line saying the ceiling was reached and what was spent; None while it was not."""
+        if not self.reached:
+            return None
+        return f"cost ceiling reached: {_usd(self.spent_usd)} spent of the {_usd(self.ceiling_usd)} ceiling"
+
+    def add(self, spec: str, usage: RequestUsage) -> None:
+        """Add one response's cost; the first time the total reaches the ceiling, stop every model call."""
+        ours = Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+        )
+        self.spent_usd += self.prices.cost(spec, ours)
+        if self.spent_usd >= self.ceiling_usd and not self.reached:
+            self._reached.set()
+            if self._on_event is not None:
+                self._on_event(
+                    "cost_ceiling",
+                    ceiling_usd=self.ceiling_usd,
+                    spent_usd=round(self.spent_usd, 6),
+                    model=spec,
+                )
+
+    def check(self) -> None:
+        """Raise ``CostCeilingReached`` once the ceiling was reached."""
+        if (why := self.reason()) is not None:
+            raise CostCeilingReached(why)
+
+    async def wait_reached(self) -> None:
+        await self._reached.wait()
+
+
+class MeteredModel(WrapperModel):
+    """``wrapped`` for one agent run, counting what each response costs against the review's budget."""
+
+    def __init__(self, wrapped: Model, budget: CostBudget, *, spec: str, watch: AgentWatch) -> None:
+        super().__init__(wrapped)
+        self.budget = budget
+        self.spec = spec
+        self.watch = watch
+
+    def __repr__(self) -> str:
+        return f"MeteredModel({self.wrapped!r})"
+
+    def _count(self, usage: RequestUsage) -> None:
+        self.budget.add(self.watch.last_answered or self.spec, usage)
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """The wrapped request, abandoned as soon as the review's ceiling is reached by any other call."""
+        self.budget.check()
+        call = asyncio.ensure_future(self.wrapped.request(messages, model_settings, model_request_parameters))
+        spent = asyncio.ensure_future(self.budget.wait_reached())
+        try:
+            await asyncio.wait((call, spent), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (call, spent):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(call, spent, return_exceptions=True)
+        if call.cancelled():
+            self.budget.check()  # abandoned because the ceiling was reached
+        response = call.result()  # raises the wrapped model's own error
+        self._count(response.usage)
+        return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        self.budget.check()
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
+        self._count(stream.usage)
+
+
+def _usd(amount: float) -> str:
+    """``$0.5012``; amounts under a cent keep six decimals (``$0.000002``)."""
+    return f"${amount:,.4f}" if amount >= 0.01 else f"${amount:.6f}"

@@ -1,0 +1,178 @@
+"""The record of one finished review: what the store writes and a review service's ingest receives.
+
+``ReviewRecord`` is the one payload: ``record_from_review(review, events)`` builds it from the
+finished (already scrubbed) ``Review`` and the run's redacted events, which carry what the review
+itself does not: the change's identity (``change``), failbacks (``model_failback``), breaker
+transitions (``breaker``), who broke the glass and what became of the last review's findings on a
+forge re-review (``published``). ``PAYLOAD_VERSION`` is bumped when a field changes meaning.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from codejury.findings import Review, ReviewerReport
+from codejury.fingerprint import unique_fingerprints
+
+PAYLOAD_VERSION = 1
+EarlierStatus = Literal["open", "fixed", "dismissed"]
+
+
+class ReviewerRun(BaseModel):
+    """How one reviewer, the coordinator or a verifier ran: model, status, tokens, cost and time."""
+
+    name: str
+    role: Literal["reviewer", "coordinator"] = "reviewer"
+    model: str
+    status: str
+    error: str | None = None
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+
+class FindingRecord(BaseModel):
+    """One published finding, keyed by its fingerprint (as the forge threads key it)."""
+
+    fingerprint: str
+    reviewer: str
+    category: str
+    severity: str
+    path: str
+    start_line: int
+    end_line: int
+    title: str
+    evidence: list[str] = Field(default_factory=list)
+    verified: bool | None = None
+    advisory: bool = False
+
+
+class Failback(BaseModel):
+    from_model: str
+    to_model: str
+    reason: str = ""
+
+
+class BreakerTransition(BaseModel):
+    model: str
+    from_state: str
+    to_state: str
+
+
+class EarlierFinding(BaseModel):
+    """A finding the previous review of this change published, as this re-review found it."""
+
+    fingerprint: str
+    status: EarlierStatus
+    """fixed: its lines changed and it is gone; dismissed: a human resolved or declined it; open: still there."""
+    disputed: bool = False
+    """A human replied that they disagree (the coordinator judged the reply in this review)."""
+
+
+class ReviewRecord(BaseModel):
+    """Everything recorded about one review (the store's rows and the ingest payload)."""
+
+    payload_version: int = PAYLOAD_VERSION
+    uid: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    """Unique per review: a retried ingest of the same record is stored once."""
+    recorded_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    repository: str = ""
+    change_id: str = ""
+    head_sha: str = ""
+    tier: str
+    verdict: str
+    judged: bool = True
+    break_glass: bool = False
+    break_glass_by: list[str] = Field(default_factory=list)
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    reviewers: list[ReviewerRun] = Field(default_factory=list)
+    findings: list[FindingRecord] = Field(default_factory=list)
+    dropped: dict[str, int] = Field(default_factory=dict)
+    """Findings dropped by reason (failed verification, judged speculative …)."""
+    failbacks: list[Failback] = Field(default_factory=list)
+    breaker_transitions: list[BreakerTransition] = Field(default_factory=list)
+    earlier_findings: list[EarlierFinding] = Field(default_factory=list)
+    changed_since: list[str] | None = None
+    """Files changed since the previously reviewed head (a forge re-review); None when unknown."""
+    review: dict[str, Any] = Field(default_factory=dict)
+    """The whole review as ``codejury review --format json`` has it, for a dashboard to show."""
+
+
+def _run(report: ReviewerReport, role: Literal["reviewer", "coordinator"]) -> ReviewerRun:
+    return ReviewerRun(role=role, **report.model_dump())
+
+
+def _of_type(events: Sequence[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    return [e for e in events if e.get("type") == kind]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> ReviewRecord:
+    """The record of ``review``, completed from the run's ``events`` (missing events leave defaults)."""
+    change = next(iter(_of_type(events, "change")), {})
+    published = next(iter(_of_type(events, "published")), {})
+    disputed = {fp for fp in change.get("disputed") or () if isinstance(fp, str)}
+    earlier = published.get("earlier") or {}
+    runs = [_run(r, "reviewer") for r in review.reviewers]
+    if review.coordinator is not None:
+        runs.append(_run(review.coordinator, "coordinator"))
+    changed = change.get("changed_since")
+    usage = review.usage
+    return ReviewRecord(
+        repository=_text(change.get("repository")),
+        change_id=_text(change.get("change_id")),
+        head_sha=_text(change.get("head_sha")),
+        tier=review.tier,
+        verdict=review.verdict,
+        judged=review.judged,
+        break_glass=review.break_glass,
+        break_glass_by=[str(who) for who in published.get("break_glass_by") or ()],
+        requests=usage.requests,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=usage.cost_usd,
+        duration_s=usage.duration_s,
+        reviewers=runs,
+        findings=[
+            FindingRecord(fingerprint=fp, **f.model_dump(include=set(FindingRecord.model_fields)))
+            for fp, f in zip(unique_fingerprints(review.findings), review.findings, strict=True)
+        ],
+        dropped=dict(review.dropped_findings),
+        failbacks=[
+            Failback(from_model=str(e.get("from_model")), to_model=str(e.get("to_model")), reason=str(e.get("reason")))
+            for e in _of_type(events, "model_failback")
+        ],
+        breaker_transitions=[
+            BreakerTransition(
+                model=str(e.get("model")), from_state=str(e.get("from_state")), to_state=str(e.get("to_state"))
+            )
+            for e in _of_type(events, "breaker")
+        ],
+        earlier_findings=[
+            EarlierFinding(fingerprint=fp, status=status, disputed=fp in disputed)
+            for fp, status in sorted(earlier.items())
+            if status in ("open", "fixed", "dismissed")
+        ],
+        changed_since=[str(p) for p in changed] if isinstance(changed, list) else None,
+        review=review.model_dump(mode="json", exclude={"replies"}),
+    )

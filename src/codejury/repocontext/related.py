@@ -1,0 +1,197 @@
+"""The "related code" section for models that get the change inline (no tools).
+
+Two kinds of pieces, taken from the repository index, in turn: the definitions of the names the
+added lines use (defined elsewhere than in the changed lines themselves, nearest file first),
+and the callers of the functions the change edits (other files first), each as a few numbered
+lines. Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to
+its first lines or left out, so the section never grows past its budget. The section is built
+once per review and is the same for every reviewer, so the embedded model's prompt prefix stays
+shared up to the reviewer's own focus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from codejury.agents.prompts import fence
+from codejury.change.types import FileChange
+from codejury.repocontext.index import RepoIndex
+from codejury.repocontext.terms import IDENTIFIER, STOP_WORDS
+
+INTRO = (
+    "Related code from the repository, for context (it is not part of the change): definitions of "
+    "names the changed lines use, and callers of the functions the change edits. Report findings "
+    "only on the changed lines of the patches."
+)
+DEFINITION_LINES = 16
+SHORT_LINES = 5
+CALLER_CONTEXT = 2
+_MAX_NAMES = 40
+_MAX_CALLERS = 3
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+@dataclass(frozen=True)
+class Piece:
+    title: str
+    path: str
+    lines: list[tuple[int, str]]
+    more: int = 0
+
+    def render(self) -> str:
+        body = [f"# {self.title}"] + [f"{n:>5} | {text[:300]}" for n, text in self.lines]
+        if self.more:
+            body.append(f"      … ({self.more} more lines)")
+        return "\n".join(body)
+
+    def shortened(self) -> Piece | None:
+        if len(self.lines) <= SHORT_LINES:
+            return None
+        return Piece(self.title, self.path, self.lines[:SHORT_LINES], self.more + len(self.lines) - SHORT_LINES)
+
+
+def _changed_lines(fc: FileChange) -> set[int]:
+    touched = set(fc.added_lines)
+    for hunk in fc.hunks:  # a pure deletion touches the line where it happened
+        if not any(line.kind == "+" for line in hunk.lines) and any(line.kind == "-" for line in hunk.lines):
+            touched.add(max(1, hunk.new_start))
+    return touched
+
+
+def _used_names(files: Sequence[FileChange]) -> list[str]:
+    """Names on the added lines, called names first, in order of appearance, without keywords."""
+    calls: list[str] = []
+    others: list[str] = []
+    for fc in files:
+        for hunk in fc.hunks:
+            for line in hunk.lines:
+                if line.kind != "+":
+                    continue
+                calls += _CALL.findall(line.text)
+                others += IDENTIFIER.findall(line.text)
+    seen: set[str] = set()
+    ordered: list[str] = []
+    for name in calls + others:
+        if name not in seen and name.lower() not in STOP_WORDS and len(name) > 2:
+            seen.add(name)
+            ordered.append(name)
+    return ordered[:_MAX_NAMES]
+
+
+def _closeness(a: str, b: str) -> int:
+    """How many leading directories two paths share (a nearer definition is shown first)."""
+    shared = 0
+    for x, y in zip(PurePosixPath(a).parts[:-1], PurePosixPath(b).parts[:-1], strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+class _Lines:
+    def __init__(self, index: RepoIndex) -> None:
+        self.index = index
+        self.cache: dict[str, list[str] | None] = {}
+
+    def of(self, path: str) -> list[str] | None:
+        if path not in self.cache:
+            self.cache[path] = self.index.read_lines(path)
+        return self.cache[path]
+
+
+def _definition_pieces(index: RepoIndex, files: Sequence[FileChange], changed: set[int], lines: _Lines) -> list[Piece]:
+    pieces: list[Piece] = []
+    paths = [fc.path for fc in files]
+    for name in _used_names(files):
+        candidates = [cid for cid in index.definitions(name) if cid not in changed]
+        if not candidates:
+            continue
+        near = paths[0] if paths else ""
+        cid = max(candidates, key=lambda c: (index.path_of(c) not in paths, _closeness(index.path_of(c), near), -c))
+        chunk, path = index.chunks[cid], index.path_of(cid)
+        text = lines.of(path)
+        if text is None:
+            continue
+        end = min(chunk.end, len(text), chunk.start + DEFINITION_LINES - 1)
+        shown = [(n, text[n - 1]) for n in range(chunk.start, end + 1)]
+        more = max(0, min(chunk.end, len(text)) - end)
+        pieces.append(Piece(f"definition of {name} ({chunk.kind} {chunk.name}) in {path}", path, shown, more))
+    return pieces
+
+
+def _caller_pieces(index: RepoIndex, changed: set[int], lines: _Lines) -> list[Piece]:
+    pieces: list[Piece] = []
+    for cid in sorted(changed):
+        chunk = index.chunks[cid]
+        if chunk.kind == "module" or not chunk.name:
+            continue
+        name = chunk.name.rsplit(".", 1)[-1]
+        if len(name) < 3 or name.lower() in STOP_WORDS:
+            continue
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        own_path = index.path_of(cid)
+        found = 0
+        mentions = sorted(index.mentioning(name), key=lambda c: (index.path_of(c) == own_path, c))
+        for other in mentions:
+            if other in changed or found >= _MAX_CALLERS:
+                continue
+            piece = _call_site(index, other, name, word, lines)
+            if piece is not None:
+                pieces.append(piece)
+                found += 1
+    return pieces
+
+
+def _call_site(index: RepoIndex, cid: int, name: str, word: re.Pattern[str], lines: _Lines) -> Piece | None:
+    chunk, path = index.chunks[cid], index.path_of(cid)
+    text = lines.of(path)
+    if text is None:
+        return None
+    first = chunk.start + 1 if chunk.kind != "module" else chunk.start  # skip a definition's own name line
+    hit = next((n for n in range(first, min(chunk.end, len(text)) + 1) if word.search(text[n - 1])), None)
+    if hit is None:
+        return None
+    around = range(max(chunk.start, hit - CALLER_CONTEXT), min(chunk.end, len(text), hit + CALLER_CONTEXT) + 1)
+    numbers = ([chunk.start] if chunk.start < around.start and chunk.kind != "module" else []) + list(around)
+    where = f"in {chunk.kind} {chunk.name}" if chunk.name else "at top level"
+    return Piece(f"caller of {name} in {path}:{hit} ({where})", path, [(n, text[n - 1]) for n in numbers])
+
+
+def related_code(index: RepoIndex, files: Sequence[FileChange], budget_chars: int) -> str:
+    """The section (intro and fenced pieces), at most ``budget_chars`` long; "" when nothing fits or relates."""
+    if budget_chars <= 0:
+        return ""
+    changed: set[int] = set()
+    for fc in files:
+        if fc.status == "deleted":
+            continue
+        for line in _changed_lines(fc):
+            cid = index.chunk_at(fc.path, line)
+            if cid is not None:
+                changed.add(cid)
+    lines = _Lines(index)
+    definitions = _definition_pieces(index, [f for f in files if f.status != "deleted"], changed, lines)
+    callers = _caller_pieces(index, changed, lines)
+    ordered: list[Piece] = []
+    for pair in zip(definitions, callers, strict=False):
+        ordered += pair
+    longer = definitions if len(definitions) > len(callers) else callers
+    ordered += longer[min(len(definitions), len(callers)) :]
+    overhead = len(fence("file_content", "")) + len(INTRO) + 4
+    chosen: list[str] = []
+    used = overhead
+    for piece in ordered:
+        for candidate in (piece, piece.shortened()):
+            if candidate is None:
+                continue
+            text = candidate.render()
+            if used + len(text) + 2 <= budget_chars:
+                chosen.append(text)
+                used += len(text) + 2
+                break
+    if not chosen:
+        return ""
+    return INTRO + "\n\n" + fence("file_content", "\n\n".join(chosen)) + "\n"

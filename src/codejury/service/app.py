@@ -1,0 +1,288 @@
+"""The review service's ASGI application (Starlette): webhooks, ingest, metrics and health.
+
+Routes:
+
+- ``POST /webhooks/github``, ``POST /webhooks/gitlab``: mounted only for a forge whose secret is
+  set (``CODEJURY_GITHUB_WEBHOOK_SECRET``, ``CODEJURY_GITLAB_WEBHOOK_TOKEN``); the order is body
+  cap (413), authentication (401, nothing kept), JSON (400), skip rules (202 with the reason),
+  replay (200 ``duplicate``), then the job is queued (202 ``queued`` or ``coalesced``); no review
+  ever runs inside the request, so the answer comes in milliseconds;
+- ``POST /api/ingest``: a ``ReviewRecord`` from a CI job's recorder (``Authorization: Bearer``
+  ``CODEJURY_INGEST_TOKEN``, constant-time; 404 when no token is configured), written to the store;
+- ``GET /metrics`` (Prometheus: the reviews this process ran, and deliveries by outcome),
+  ``GET /healthz`` (the process answers), ``GET /readyz`` (the queue and the store answer: 503
+  with the reasons otherwise).
+
+- ``GET /dashboard`` and ``GET /dashboard/reviews/{uid}``: the ``codejury dashboard`` page of the
+  service's store, and each review in full (no authentication of its own: keep the service behind
+  the organisation's proxy or network, see docs/service.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from prometheus_client import Counter
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from codejury.errors import CodejuryError
+from codejury.record.model import ReviewRecord
+from codejury.record.schema import StoreError
+from codejury.record.store import Store
+from codejury.service.deliveries import Deliveries
+from codejury.service.webhooks import (
+    GITHUB_SECRET_ENV,
+    GITLAB_TOKEN_ENV,
+    ReviewRequest,
+    Skipped,
+    github_request,
+    github_signature_valid,
+    gitlab_request,
+    gitlab_token_valid,
+    parse_json,
+)
+from codejury.telemetry.metrics import ReviewMetrics, render_metrics
+
+MAX_WEBHOOK_BYTES = 1_000_000
+"""GitHub caps payloads at 25 MB, but a pull-request event is a few tens of kB: a megabyte is plenty."""
+MAX_INGEST_BYTES = 5_000_000
+DASHBOARD_PATH = "/dashboard"
+
+
+class ReviewQueue(Protocol):
+    async def submit(self, request: ReviewRequest) -> str: ...
+
+    async def ready(self) -> bool: ...
+
+
+class _TooLarge(CodejuryError):
+    """Raised inside the request handler only, when a body passes its cap (answered 413)."""
+
+
+@dataclass
+class ServiceState:
+    """What the routes need: the queue, the deliveries seen, the secrets and the store."""
+
+    queue: ReviewQueue
+    deliveries: Deliveries
+    store: Store | None = None
+    github_secret: str = field(default="", repr=False)
+    gitlab_token: str = field(default="", repr=False)
+    ingest_token: str = field(default="", repr=False)
+    metrics: ReviewMetrics = field(default_factory=ReviewMetrics)
+    max_webhook_bytes: int = MAX_WEBHOOK_BYTES
+    max_ingest_bytes: int = MAX_INGEST_BYTES
+    say: Callable[[str], None] = lambda line: None
+    webhook_outcomes: Counter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.webhook_outcomes = Counter(
+            "codejury_webhook_deliveries",
+            "Webhook deliveries by forge and outcome (queued, coalesced, duplicate, skipped, unauthorized...).",
+            ["forge", "outcome"],
+            registry=self.metrics.registry,
+        )
+
+    def webhook_routes_note(self) -> str | None:
+        """Why some webhook routes are off, or None when both forges are configured."""
+        if not self.github_secret and not self.gitlab_token:
+            return (
+                f"webhooks are off: neither {GITHUB_SECRET_ENV} nor {GITLAB_TOKEN_ENV} is set, and a webhook "
+                "route without a secret would accept anyone's deliveries"
+            )
+        if not self.github_secret:
+            return f"/webhooks/github is off: {GITHUB_SECRET_ENV} is not set"
+        if not self.gitlab_token:
+            return f"/webhooks/gitlab is off: {GITLAB_TOKEN_ENV} is not set"
+        return None
+
+
+async def _body(request: Request, cap: int) -> bytes:
+    """The request body, refused (``_TooLarge``) as soon as it passes ``cap`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _answer(state: ServiceState, forge: str, outcome: str, status: int, **extra: Any) -> JSONResponse:
+    state.webhook_outcomes.labels(forge, outcome).inc()
+    return JSONResponse({"outcome": outcome, **extra}, status_code=status)
+
+
+async def _webhook(
+    request: Request,
+    state: ServiceState,
+    forge: str,
+    authentic: Callable[[bytes], bool],
+    read: Callable[[str, dict[str, Any], str], ReviewRequest | Skipped],
+    event_header: str,
+    delivery_header: str,
+) -> Response:
+    try:
+        body = await _body(request, state.max_webhook_bytes)
+    except _TooLarge:
+        return _answer(state, forge, "too_large", 413, error=f"the body passes {state.max_webhook_bytes} bytes")
+    if not authentic(body):
+        return _answer(state, forge, "unauthorized", 401, error="the delivery's signature or token does not match")
+    delivery = request.headers.get(delivery_header, "").strip()
+    try:
+        asked = read(request.headers.get(event_header, ""), parse_json(body), delivery)
+    except ValueError as exc:
+        return _answer(state, forge, "bad_payload", 400, error=str(exc).splitlines()[0][:200])
+    if isinstance(asked, Skipped):
+        return _answer(state, forge, "skipped", 202, reason=asked.reason)
+    if delivery and not await state.deliveries.claim(forge, delivery):
+        return _answer(state, forge, "duplicate", 200, key=asked.key)
+    try:
+        outcome = await state.queue.submit(asked)
+    except Exception as exc:
+        if delivery:
+            await state.deliveries.release(forge, delivery)
+        state.say(f"{asked.key}: could not queue the review: {type(exc).__name__}")
+        return _answer(state, forge, "queue_unavailable", 503, error="the review could not be queued; retry")
+    return _answer(state, forge, outcome, 202, key=asked.key)
+
+
+def _routes(state: ServiceState) -> list[BaseRoute]:
+    async def github(request: Request) -> Response:
+        return await _webhook(
+            request,
+            state,
+            "github",
+            lambda body: github_signature_valid(state.github_secret, body, request.headers.get("x-hub-signature-256")),
+            github_request,
+            "x-github-event",
+            "x-github-delivery",
+        )
+
+    async def gitlab(request: Request) -> Response:
+        return await _webhook(
+            request,
+            state,
+            "gitlab",
+            lambda _body: gitlab_token_valid(state.gitlab_token, request.headers.get("x-gitlab-token")),
+            gitlab_request,
+            "x-gitlab-event",
+            "idempotency-key",
+        )
+
+    async def ingest(request: Request) -> Response:
+        presented = request.headers.get("authorization", "")
+        expected = f"Bearer {state.ingest_token}"
+        if not hmac.compare_digest(expected.encode(), presented.encode("utf-8", "replace")):
+            return JSONResponse({"error": "missing or wrong ingest token"}, status_code=401)
+        try:
+            body = await _body(request, state.max_ingest_bytes)
+        except _TooLarge:
+            return JSONResponse({"error": f"the record passes {state.max_ingest_bytes} bytes"}, status_code=413)
+        try:
+            record = ReviewRecord.model_validate_json(body)
+        except ValidationError as exc:
+            return JSONResponse({"error": f"not a review record: {exc.error_count()} invalid field(s)"}, 422)
+        if state.store is None:
+            return JSONResponse({"error": "this service records nothing (record.url is none)"}, 503)
+        try:
+            stored = await asyncio.to_thread(state.store.write, record)
+        except StoreError as exc:
+            state.say(f"ingest: {exc}")
+            return JSONResponse({"error": "the store is unavailable; retry"}, status_code=503)
+        return JSONResponse({"stored": stored, "uid": record.uid})
+
+    async def metrics(request: Request) -> Response:
+        body, content_type = render_metrics(state.metrics.registry, request.headers.get("accept", ""))
+        return Response(body, media_type=content_type)
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> Response:
+        problems: list[str] = []
+        if not await state.queue.ready():
+            problems.append("the job queue is not ready")
+        if state.store is not None and not await asyncio.to_thread(_store_answers, state.store):
+            problems.append(f"the store {state.store.shown} does not answer")
+        if problems:
+            return JSONResponse({"ready": False, "problems": problems}, status_code=503)
+        return JSONResponse({"ready": True})
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    if state.ingest_token:
+        routes.append(Route("/api/ingest", ingest, methods=["POST"]))
+    if state.github_secret:
+        routes.append(Route("/webhooks/github", github, methods=["POST"]))
+    if state.gitlab_token:
+        routes.append(Route("/webhooks/gitlab", gitlab, methods=["POST"]))
+    routes.extend(_dashboard(state.store))
+    return routes
+
+
+def _store_answers(store: Store) -> bool:
+    try:
+        store.migrate()
+    except StoreError:
+        return False
+    return True
+
+
+def _dashboard(store: Store | None) -> Sequence[BaseRoute]:
+    """The dashboard's pages at ``DASHBOARD_PATH`` (the ``codejury dashboard`` page, each review on its own)."""
+    if store is None:
+        return []
+
+    def link(uid: str) -> str:
+        return f"{DASHBOARD_PATH}/reviews/{quote(uid, safe='')}"
+
+    async def overview(request: Request) -> Response:
+        from codejury.dashboard.page import render_dashboard  # the page's templates load on first use
+
+        try:
+            page = await asyncio.to_thread(render_dashboard, store, review_link=link)
+        except StoreError as exc:
+            return PlainTextResponse(f"the store cannot be read: {exc}", status_code=503)
+        return HTMLResponse(page)
+
+    async def review(request: Request) -> Response:
+        from codejury.dashboard.page import render_review_page
+
+        try:
+            page = await asyncio.to_thread(render_review_page, store, str(request.path_params["uid"]))
+        except StoreError as exc:
+            return PlainTextResponse(f"the store cannot be read: {exc}", status_code=503)
+        if page is None:
+            return PlainTextResponse("no such review", status_code=404)
+        return HTMLResponse(page)
+
+    return [
+        Route(DASHBOARD_PATH, overview, methods=["GET"]),
+        Route(DASHBOARD_PATH + "/reviews/{uid}", review, methods=["GET"]),
+    ]
+
+
+def create_app(
+    state: ServiceState,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
+    """The ASGI app; ``lifespan`` starts and stops what runs beside it (the queue's runners)."""
+    return Starlette(routes=_routes(state), lifespan=lifespan)

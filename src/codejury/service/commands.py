@@ -1,0 +1,316 @@
+"""``codejury serve`` and ``codejury worker``: the review service and its workers.
+
+``serve`` with no ``--database`` is the embedded default: one process, the store and the job
+queue in one SQLite file, reviews run by ``--concurrency`` tasks of that process. With
+``--database postgresql://…`` the jobs go to Procrastinate in that database, the store is that
+database too (unless ``CODEJURY_RECORD_URL`` names another), and ``codejury worker`` processes,
+on any machine that reaches the database, run the reviews.
+
+``build_service`` assembles the app for both the command and the tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from codejury.errors import ConfigError
+
+DATABASE_ENV = "CODEJURY_DATABASE_URL"
+INGEST_TOKEN_ENV = "CODEJURY_INGEST_TOKEN"
+
+
+def _say(line: str) -> None:
+    from codejury.secrets import redact_env
+
+    click.echo(f"codejury: {redact_env(line)}", err=True)
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    """``codejury serve``'s settings (flags and environment), the review flags its jobs run with."""
+
+    database: str | None = None
+    concurrency: int = 2
+    model: str | None = None
+    model_for: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    config_file: Path | None = None
+    remote_config: str | None = None
+    max_inline: int = 20
+    retry_backoff_s: float = 30.0
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+def _store_and_queue_targets(opts: ServiceOptions) -> tuple[Any, Any]:
+    """The store's target and the target of the service's own tables (deliveries, local jobs)."""
+    from codejury.record.target import parse_record_url
+
+    configured = opts.env.get("CODEJURY_RECORD_URL", "").strip()
+    try:
+        target = parse_record_url(configured or (opts.database if opts.database else None))
+    except ValueError as exc:
+        raise ConfigError(f"CODEJURY_RECORD_URL: expected {exc}") from exc
+    if target.kind == "service":
+        raise ConfigError("CODEJURY_RECORD_URL names a review service: the service itself needs a database store")
+    if opts.database:
+        db = parse_record_url(opts.database)
+        if db.kind != "postgresql":
+            raise ConfigError("--database expects postgresql://USER@HOST:PORT/DATABASE")
+        return target, db
+    if target.kind == "sqlite":
+        return target, target
+    return target, parse_record_url(None)  # a PostgreSQL store or none: the queue stays in the default file
+
+
+def _tables_engine(tables: Any) -> Any:
+    """The engine of the service's own tables, created when missing; ConfigError when it cannot be opened."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from codejury.record.store import describe
+    from codejury.service.tables import make_engine
+
+    try:
+        if tables.path is not None:
+            tables.path.parent.mkdir(parents=True, exist_ok=True)
+        return make_engine(tables.url)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the service's database {tables.shown}: {exc.strerror or exc}") from exc
+    except SQLAlchemyError as exc:
+        raise ConfigError(f"cannot open the service's database {tables.shown}: {describe(exc)}") from exc
+
+
+def _job_runner(opts: ServiceOptions, record_url: str | None, metrics: Any, say: Callable[[str], None]) -> Any:
+    from codejury.service.github_app import tokens_from_env
+    from codejury.service.jobs import JobRunner, ReviewSetup
+
+    setup = ReviewSetup(
+        model=opts.model,
+        model_for=opts.model_for,
+        plugins=opts.plugins,
+        config_file=opts.config_file,
+        remote_config=opts.remote_config,
+        max_inline=opts.max_inline,
+        record_url=record_url,
+    )
+    return JobRunner(setup, opts.env, app_tokens=tokens_from_env(opts.env), metrics=metrics, say=say)
+
+
+def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> Any:
+    """The Starlette app of ``codejury serve``; its lifespan opens the queue and starts the local runners."""
+    from codejury.record.store import Store
+    from codejury.service.app import ServiceState, create_app
+    from codejury.service.deliveries import Deliveries
+    from codejury.service.local_queue import LocalQueue
+    from codejury.service.webhooks import GITHUB_SECRET_ENV, GITLAB_TOKEN_ENV
+    from codejury.telemetry.metrics import ReviewMetrics
+
+    target, tables = _store_and_queue_targets(opts)
+    metrics = ReviewMetrics()
+    runner = _job_runner(opts, None if target.kind == "none" else target.url, metrics, say)
+    engine = _tables_engine(tables)
+    store = None if target.kind == "none" else Store(target)
+    queue: Any
+    pg_app: Any = None
+    if opts.database:
+        from codejury.service.pg_queue import PostgresQueue, make_app
+
+        pg_app = make_app(opts.database)
+        queue = PostgresQueue(pg_app)
+    else:
+        queue = LocalQueue(engine, runner.run, concurrency=opts.concurrency, backoff_s=opts.retry_backoff_s, say=say)
+    state = ServiceState(
+        queue=queue,
+        deliveries=Deliveries(engine),
+        store=store,
+        github_secret=opts.env.get(GITHUB_SECRET_ENV, "").strip(),
+        gitlab_token=opts.env.get(GITLAB_TOKEN_ENV, "").strip(),
+        ingest_token=opts.env.get(INGEST_TOKEN_ENV, "").strip(),
+        metrics=metrics,
+        say=say,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        note = state.webhook_routes_note()
+        if note:
+            say(note)
+        if pg_app is not None:
+            from codejury.service.pg_queue import apply_schema
+
+            await apply_schema(opts.database or "")
+            await pg_app.open_async()
+        else:
+            await queue.start()
+        try:
+            yield
+        finally:
+            if pg_app is not None:
+                await pg_app.close_async()
+            else:
+                await queue.close()
+            from codejury.models.registry import close_cached_models
+
+            await close_cached_models()
+            engine.dispose()
+            if store is not None:
+                store.close()
+
+    app = create_app(state, lifespan)
+    app.state.service = state
+    return app
+
+
+async def run_worker(opts: ServiceOptions, *, heartbeat_s: float, stalled_after_s: float) -> None:
+    """``codejury worker``: run review jobs from the database's queue until stopped."""
+    from codejury.models.registry import close_cached_models
+    from codejury.service import pg_queue
+    from codejury.telemetry.metrics import ReviewMetrics
+
+    if not opts.database:
+        raise ConfigError(f"codejury worker needs --database postgresql://… (or {DATABASE_ENV})")
+    target, _ = _store_and_queue_targets(opts)
+    runner = _job_runner(opts, None if target.kind == "none" else target.url, ReviewMetrics(), _say)
+    await pg_queue.apply_schema(opts.database)
+    app = pg_queue.make_app(opts.database)
+    async with app.open_async():
+        _say(f"worker ready: reviewing jobs from {target.shown if target.kind == 'postgresql' else 'the database'}")
+        try:
+            await pg_queue.run_worker(
+                app,
+                runner.run,
+                concurrency=opts.concurrency,
+                heartbeat_s=heartbeat_s,
+                stalled_after_s=stalled_after_s,
+                say=_say,
+            )
+        finally:
+            await close_cached_models()
+
+
+def _review_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``codejury review`` flags a service's reviews share, and the database."""
+    options = [
+        click.option(
+            "--database",
+            envvar=DATABASE_ENV,
+            metavar="URL",
+            help=f"PostgreSQL (postgresql://USER@HOST:PORT/DB; env {DATABASE_ENV}): jobs queued there with "
+            "Procrastinate for `codejury worker` processes, reviews stored there.",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1, max=64),
+            default=None,
+            help="Reviews run at once by this process (serve without --database: 2; worker: 1).",
+        ),
+        click.option("--model", metavar="PROVIDER:MODEL", help="Model for every reviewer and the coordinator."),
+        click.option(
+            "--model-for", multiple=True, metavar="NAME=PROVIDER:MODEL", help="Model for one reviewer; repeatable."
+        ),
+        click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable."),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            help="Extra config file for every review (TOML, as `codejury review --config`).",
+        ),
+        click.option("--remote-config", metavar="URL", help="JSON routing document fetched for each review."),
+        click.option(
+            "--max-inline",
+            type=click.IntRange(min=0),
+            default=20,
+            show_default=True,
+            help="At most N new inline comments per review.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
+    database = (flags.get("database") or "").strip() or None
+    if database is not None:
+        try:
+            from codejury.service.pg_queue import conninfo
+        except ImportError as exc:
+            raise ConfigError(
+                f"--database needs the PostgreSQL job queue: pip install 'codejury[postgres]' ({exc.name} is missing)"
+            ) from exc
+        conninfo(database)  # one clear line for a URL that is not PostgreSQL's
+    return ServiceOptions(
+        database=database,
+        concurrency=flags.get("concurrency") or default_concurrency,
+        model=flags.get("model"),
+        model_for=tuple(flags.get("model_for") or ()),
+        plugins=tuple(flags.get("plugins") or ()),
+        config_file=flags.get("config_file"),
+        remote_config=flags.get("remote_config"),
+        max_inline=flags.get("max_inline", 20),
+        env=dict(os.environ),
+    )
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every one).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port to listen on.")
+@_review_options
+def serve_command(host: str, port: int, **flags: Any) -> None:
+    """Run the review service: GitHub/GitLab webhooks, the CI ingest endpoint, /metrics, /healthz, /readyz.
+
+    Webhook secrets: CODEJURY_GITHUB_WEBHOOK_SECRET, CODEJURY_GITLAB_WEBHOOK_TOKEN (a forge without one
+    gets no route); ingest token: CODEJURY_INGEST_TOKEN; forge tokens: CODEJURY_GITLAB_TOKEN, a GitHub
+    App (CODEJURY_GITHUB_APP_ID and CODEJURY_GITHUB_APP_PRIVATE_KEY[_FILE]) or CODEJURY_GITHUB_TOKEN.
+    See docs/service.md.
+    """
+    import uvicorn
+
+    try:
+        app = build_service(_options(flags, default_concurrency=2))
+    except ConfigError as exc:
+        _say(str(exc))
+        raise SystemExit(2) from None
+    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="info", access_log=False)
+    server = uvicorn.Server(config)
+    server.run()
+    if not server.started:
+        raise SystemExit(2)  # the lifespan failed (the database, the queue): uvicorn said why
+
+
+@click.command("worker")
+@_review_options
+@click.option(
+    "--heartbeat",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often this worker tells the database it is alive.",
+)
+@click.option(
+    "--stalled-after",
+    type=click.FloatRange(min=0.5),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A job whose worker was silent this long (killed, machine lost) is queued again.",
+)
+def worker_command(heartbeat: float, stalled_after: float, **flags: Any) -> None:
+    """Run queued reviews from the PostgreSQL job queue of `codejury serve --database` (start any number)."""
+    import asyncio
+
+    try:
+        opts = _options(flags, default_concurrency=1)
+        asyncio.run(run_worker(opts, heartbeat_s=heartbeat, stalled_after_s=stalled_after))
+    except ConfigError as exc:
+        _say(str(exc))
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None

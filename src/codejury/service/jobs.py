@@ -1,0 +1,105 @@
+"""One queued review: the merge request of a ``ReviewRequest`` reviewed and published.
+
+``JobRunner.run`` takes the code path of ``codejury review --url URL --publish`` (the CLI's own
+function, with the service's model flags, plugins and config file), so a review from a webhook
+is the review a CI job would post. What differs is the environment it runs in: a GitHub App
+installation's token in ``CODEJURY_GITHUB_TOKEN`` when the delivery came from an App, the
+service's store as ``CODEJURY_RECORD_URL`` unless one is set, and a recorder that counts the
+review in the service's ``/metrics``.
+
+Outcomes: ``ForgeUnavailable`` (429, 5xx, network, after the client's own retries) propagates,
+so the queue retries the job later with backoff; a review that failed (no reviewer succeeded:
+the failure note is posted) or a refusal (bad token, a merge request with no changes) ends the
+job, logged in one line; anything else is a bug and propagates too.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codejury.errors import CodejuryError, InternalError, ReviewFailed
+from codejury.forges.errors import ForgeUnavailable
+from codejury.service.webhooks import ReviewRequest
+
+if TYPE_CHECKING:
+    from codejury.service.github_app import GitHubAppTokens
+    from codejury.telemetry.metrics import ReviewMetrics
+
+RECORD_URL_ENV = "CODEJURY_RECORD_URL"
+GITHUB_TOKEN_ENV = "CODEJURY_GITHUB_TOKEN"
+
+
+@dataclass(frozen=True)
+class ReviewSetup:
+    """What every review of this service or worker runs with (the ``codejury review`` flags it shares)."""
+
+    model: str | None = None
+    model_for: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    config_file: Path | None = None
+    remote_config: str | None = None
+    max_inline: int = 20
+    record_url: str | None = None
+    """The service's store, for reviews whose environment names none."""
+
+
+class JobRunner:
+    """Runs queued reviews, one call per job (several may run at once)."""
+
+    def __init__(
+        self,
+        setup: ReviewSetup,
+        env: Mapping[str, str],
+        *,
+        app_tokens: GitHubAppTokens | None = None,
+        metrics: ReviewMetrics | None = None,
+        say: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.setup = setup
+        self.env = dict(env)
+        self.app_tokens = app_tokens
+        self.metrics = metrics
+        self.say = say
+
+    async def job_env(self, request: ReviewRequest) -> dict[str, str]:
+        env = dict(self.env)
+        if self.setup.record_url and not env.get(RECORD_URL_ENV, "").strip():
+            env[RECORD_URL_ENV] = self.setup.record_url
+        if request.forge == "github" and request.installation_id is not None and self.app_tokens is not None:
+            env[GITHUB_TOKEN_ENV] = await self.app_tokens.token(request.installation_id)
+        return env
+
+    async def run(self, request: ReviewRequest) -> str:
+        """Review and publish ``request``'s merge request; returns a one-line outcome for the log."""
+        from codejury.cli import ReviewFlags, _review_change
+
+        recorders: tuple[object, ...] = ()
+        if self.metrics is not None:
+            from codejury.telemetry.metrics import MetricsRecorder
+
+            recorders = (MetricsRecorder(self.metrics, warn=self.say),)
+        env = await self.job_env(request)
+        with tempfile.TemporaryDirectory(prefix="codejury-job-") as folder:
+            flags = ReviewFlags(
+                working_tree=False, base_ref=None, head_ref=None, diff_file=None, repo_dir=None, fmt="json",
+                output=Path(folder) / "review.json", events_file=None, fail_on=None, break_glass=False,
+                dry_run=False, model=self.setup.model, model_for=self.setup.model_for, reflection=None,
+                exclude=(), evidence=(), baseline=None, config_file=self.setup.config_file,
+                remote_config=self.setup.remote_config, plugins=self.setup.plugins, url=request.url,
+                publish=True, max_inline=self.setup.max_inline, recorders=recorders,
+            )  # fmt: skip
+            try:
+                code = await _review_change(env, flags)
+            except ForgeUnavailable:
+                raise
+            except ReviewFailed as exc:
+                return f"review failed, failure note posted: {exc}"
+            except InternalError:
+                raise
+            except CodejuryError as exc:
+                return f"not reviewed: {exc}"
+        return "reviewed and published" + (" (it blocks the merge)" if code == 1 else "")

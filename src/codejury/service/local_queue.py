@@ -1,0 +1,216 @@
+"""The embedded queue: review jobs persisted in a SQLite file, run by tasks inside ``codejury serve``.
+
+For one machine with no database server. Each job is a row (``codejury_review_jobs``) written
+before the webhook is answered, so a restart loses nothing: jobs that were running when the
+process stopped are queued again at start-up. Per merge request (``ReviewRequest.key``): at most
+one job runs and one waits; a push while one is waiting is coalesced into it (the waiting job
+reviews the merge request's head when it starts, so the newest push is what gets reviewed).
+A job that meets ``ForgeUnavailable`` is retried after ``backoff_s * 2**attempt`` (at most
+``max_attempts`` runs); other failures end it as ``failed`` with the reason kept in its row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from sqlalchemy import Engine, and_, exists, select, update
+from sqlalchemy.orm import aliased
+
+from codejury.forges.errors import ForgeUnavailable
+from codejury.service.tables import jobs, utcnow
+from codejury.service.webhooks import ReviewRequest
+
+Outcome = Literal["queued", "coalesced"]
+RunJob = Callable[[ReviewRequest], Awaitable[str]]
+MAX_ATTEMPTS = 5
+BACKOFF_S = 30.0
+POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Claimed:
+    id: int
+    request: ReviewRequest
+    attempts: int
+
+
+class LocalQueue:
+    """Jobs in the service's SQLite file, run by ``concurrency`` tasks of this process."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        run_job: RunJob,
+        *,
+        concurrency: int = 2,
+        max_attempts: int = MAX_ATTEMPTS,
+        backoff_s: float = BACKOFF_S,
+        say: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.engine = engine
+        self.run_job = run_job
+        self.concurrency = concurrency
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.say = say
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    # -- submitting --------------------------------------------------------------------------------
+    async def submit(self, request: ReviewRequest) -> Outcome:
+        outcome = await asyncio.to_thread(self._submit, request)
+        self._wake.set()
+        return outcome
+
+    def _submit(self, request: ReviewRequest) -> Outcome:
+        now = utcnow()
+        payload = json.dumps(request.to_json())
+        with self.engine.begin() as conn:
+            waiting = conn.execute(
+                update(jobs)
+                .where(and_(jobs.c.key == request.key, jobs.c.state == "waiting"))
+                .values(request=payload, updated_at=now)
+            )
+            if waiting.rowcount:
+                return "coalesced"
+            conn.execute(
+                jobs.insert().values(
+                    key=request.key, request=payload, state="waiting", attempts=0, run_after=now, updated_at=now
+                )
+            )
+        return "queued"
+
+    async def ready(self) -> bool:
+        def check() -> bool:
+            with self.engine.connect() as conn:
+                conn.execute(select(jobs.c.id).limit(1))
+            return True
+
+        try:
+            return self._tasks != [] and all(not t.done() for t in self._tasks) and await asyncio.to_thread(check)
+        except Exception:
+            return False
+
+    async def counts(self) -> dict[str, int]:
+        """Jobs by state (waiting, running, done, failed)."""
+
+        def count() -> dict[str, int]:
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(jobs.c.state, jobs.c.id)).all()
+            out: dict[str, int] = {}
+            for state, _ in rows:
+                out[state] = out.get(state, 0) + 1
+            return out
+
+        return await asyncio.to_thread(count)
+
+    # -- running -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Queue again what was running when the process last stopped, then start the runners."""
+        await asyncio.to_thread(self._requeue_interrupted)
+        self._tasks = [
+            asyncio.create_task(self._runner(), name=f"codejury-review-{n}") for n in range(self.concurrency)
+        ]
+
+    async def close(self) -> None:
+        """Stop the runners; a review cut short runs again at the next start."""
+        self._stopping = True
+        self._wake.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    def _requeue_interrupted(self) -> None:
+        now = utcnow()
+        other = aliased(jobs)
+        waiting_too = exists().where(and_(other.c.key == jobs.c.key, other.c.state == "waiting"))
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(jobs)
+                .where(and_(jobs.c.state == "running", waiting_too))
+                .values(state="done", error="superseded by a newer push", updated_at=now)
+            )
+            conn.execute(update(jobs).where(jobs.c.state == "running").values(state="waiting", updated_at=now))
+
+    def _claim(self) -> Claimed | None:
+        """The oldest due waiting job whose merge request has none running, now marked running."""
+        now = utcnow()
+        other = aliased(jobs)
+        running_same = exists().where(and_(other.c.key == jobs.c.key, other.c.state == "running"))
+        with self.engine.begin() as conn:
+            candidates = conn.execute(
+                select(jobs.c.id, jobs.c.request, jobs.c.attempts)
+                .where(and_(jobs.c.state == "waiting", jobs.c.run_after <= now, ~running_same))
+                .order_by(jobs.c.run_after, jobs.c.id)
+                .limit(self.concurrency + 1)
+            ).all()
+            for job_id, payload, attempts in candidates:
+                claimed = conn.execute(
+                    update(jobs)
+                    .where(and_(jobs.c.id == job_id, jobs.c.state == "waiting", ~running_same))
+                    .values(state="running", attempts=attempts + 1, updated_at=now)
+                )
+                if claimed.rowcount == 1:
+                    return Claimed(job_id, ReviewRequest.from_json(json.loads(payload)), attempts + 1)
+        return None
+
+    def _finish(self, job_id: int, state: str, error: str | None = None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(jobs).where(jobs.c.id == job_id).values(state=state, error=error, updated_at=utcnow()))
+
+    def _retry_later(self, job: Claimed, reason: str) -> None:
+        """Back to waiting after a backoff, unless a newer push already waits for the same merge request."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            newer = conn.execute(
+                select(jobs.c.id).where(and_(jobs.c.key == job.request.key, jobs.c.state == "waiting"))
+            ).first()
+            values: dict[str, object]
+            if newer is not None:
+                values = {"state": "done", "error": "superseded by a newer push"}
+            else:
+                delay = timedelta(seconds=self.backoff_s * 2 ** (job.attempts - 1))
+                values = {"state": "waiting", "error": reason, "run_after": now + delay}
+            conn.execute(update(jobs).where(jobs.c.id == job.id).values(updated_at=now, **values))
+
+    async def _runner(self) -> None:
+        while not self._stopping:
+            job = await asyncio.to_thread(self._claim)
+            if job is None:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), POLL_S)
+                continue
+            await self._run(job)
+            self._wake.set()  # a job of the same merge request may be waiting for this one
+
+    async def _run(self, job: Claimed) -> None:
+        key = job.request.key
+        try:
+            outcome = await self.run_job(job.request)
+        except ForgeUnavailable as exc:
+            if job.attempts >= self.max_attempts:
+                self.say(f"{key}: forge unavailable, giving up after {job.attempts} attempts: {exc}")
+                await asyncio.to_thread(self._finish, job.id, "failed", str(exc))
+            else:
+                self.say(f"{key}: forge unavailable, retrying later (attempt {job.attempts}): {exc}")
+                await asyncio.to_thread(self._retry_later, job, str(exc))
+            return
+        except asyncio.CancelledError:
+            raise  # stopping: the job stays running and is queued again at the next start
+        except Exception as exc:
+            self.say(f"{key}: the review job failed: {type(exc).__name__}: {exc}")
+            await asyncio.to_thread(self._finish, job.id, "failed", f"{type(exc).__name__}: {exc}")
+            return
+        self.say(f"{key}: {outcome}")
+        await asyncio.to_thread(self._finish, job.id, "done")

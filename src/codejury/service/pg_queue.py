@@ -1,0 +1,154 @@
+"""The distributed queue: Procrastinate on PostgreSQL, for ``codejury serve --database`` and ``codejury worker``.
+
+One task, ``codejury.review``, deferred with ``lock`` and ``queueing_lock`` set to the merge
+request's key: Procrastinate runs at most one job per lock at a time and keeps at most one
+waiting per queueing lock, so a push while one waits is dropped (``AlreadyEnqueued``) and the
+waiting job reviews the newest head when it starts. ``ForgeUnavailable`` is retried by
+Procrastinate's ``RetryStrategy`` with exponential backoff. Every worker also looks for stalled
+jobs (their worker stopped sending heartbeats: killed, its machine gone) and queues them again;
+when a newer job already waits for the same merge request, the stalled one is ended instead.
+
+The schema is applied once, under an advisory lock, by whichever process starts first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import procrastinate
+import psycopg
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
+from procrastinate.jobs import Status
+from procrastinate.schema import SchemaManager
+
+from codejury.errors import ConfigError
+from codejury.forges.errors import ForgeUnavailable
+from codejury.service.webhooks import ReviewRequest
+
+Outcome = Literal["queued", "coalesced"]
+RunJob = Callable[[ReviewRequest], Awaitable[str]]
+TASK_NAME = "codejury.review"
+QUEUE = "reviews"
+MAX_ATTEMPTS = 5
+_SCHEMA_LOCK = 0x636A7572  # "cjur": one process applies the schema at a time
+_RUNNER = "codejury_runner"
+
+
+def conninfo(url: str) -> str:
+    """A libpq URL from ``postgresql://``, ``postgres://`` or ``postgresql+psycopg://``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
+        raise ConfigError("--database expects postgresql://USER@HOST:PORT/DATABASE")
+    return "postgresql://" + rest
+
+
+async def _review_task(context: procrastinate.JobContext, request: dict[str, Any]) -> None:
+    runner: RunJob = context.additional_context[_RUNNER]
+    await runner(ReviewRequest.from_json(request))
+
+
+def make_app(url: str, *, retry_wait_s: int = 5) -> procrastinate.App:
+    """The Procrastinate app on ``url`` with the review task registered (not opened)."""
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(url)))
+    app.task(
+        name=TASK_NAME,
+        queue=QUEUE,
+        pass_context=True,
+        retry=procrastinate.RetryStrategy(
+            max_attempts=MAX_ATTEMPTS, exponential_wait=retry_wait_s, retry_exceptions={ForgeUnavailable}
+        ),
+    )(_review_task)
+    return app
+
+
+async def apply_schema(url: str) -> None:
+    """Create Procrastinate's tables unless they are there (safe with several processes starting)."""
+    schema = SchemaManager.get_schema()
+    try:
+        conn = await psycopg.AsyncConnection.connect(conninfo(url), connect_timeout=10)
+        async with conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            found = await (await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")).fetchone()
+            if not (found and found[0]):
+                await conn.execute(schema)
+    except psycopg.Error as exc:
+        raise ConfigError(f"cannot prepare the job queue in the database: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+class PostgresQueue:
+    """The service's side: defer review jobs; readiness is the database answering."""
+
+    def __init__(self, app: procrastinate.App) -> None:
+        self.app = app
+
+    async def submit(self, request: ReviewRequest) -> Outcome:
+        task = self.app.tasks[TASK_NAME]
+        try:
+            await task.configure(lock=request.key, queueing_lock=request.key).defer_async(request=request.to_json())
+        except AlreadyEnqueued:
+            return "coalesced"
+        return "queued"
+
+    async def ready(self) -> bool:
+        try:
+            return await self.app.job_manager.check_connection_async()
+        except Exception:
+            return False
+
+
+async def requeue_stalled(app: procrastinate.App, *, after_s: float, say: Callable[[str], None]) -> int:
+    """Queue again the jobs of workers silent for ``after_s`` seconds; returns how many were handled."""
+    handled = 0
+    for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=after_s):
+        assert job.id is not None
+        try:
+            await app.job_manager.retry_job(job)
+            say(f"{job.lock}: its worker stopped answering; the review is queued again")
+        except ConnectorException:  # a newer job of this merge request already waits: it supersedes this one
+            await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
+            say(f"{job.lock}: its worker stopped answering; a newer queued review replaces it")
+        handled += 1
+    return handled
+
+
+async def run_worker(
+    app: procrastinate.App,
+    run_job: RunJob,
+    *,
+    concurrency: int = 1,
+    heartbeat_s: float = 10.0,
+    stalled_after_s: float = 30.0,
+    say: Callable[[str], None] = lambda line: None,
+) -> None:
+    """Run review jobs until stopped (SIGINT/SIGTERM), retrying stalled ones every few seconds."""
+
+    async def sweep() -> None:
+        while True:
+            await asyncio.sleep(max(1.0, stalled_after_s / 3))
+            try:
+                await requeue_stalled(app, after_s=stalled_after_s, say=say)
+            except Exception as exc:  # a database hiccup: try again at the next sweep
+                say(f"could not look for stalled reviews: {type(exc).__name__}")
+
+    sweeper = asyncio.create_task(sweep(), name="codejury-stalled-sweep")
+    try:
+        await app.run_worker_async(
+            queues=[QUEUE],
+            concurrency=concurrency,
+            update_heartbeat_interval=heartbeat_s,
+            stalled_worker_timeout=stalled_after_s,
+            additional_context={_RUNNER: run_job},
+            install_signal_handlers=True,
+        )
+    finally:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper

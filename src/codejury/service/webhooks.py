@@ -1,0 +1,163 @@
+"""Webhook deliveries from GitHub and GitLab: authenticated, then read into a ``ReviewRequest``.
+
+Authentication is constant-time (``hmac.compare_digest``) and happens before the body is parsed:
+GitHub signs the raw body with the App's webhook secret (``X-Hub-Signature-256: sha256=HEX``),
+GitLab sends the hook's secret token as it is (``X-Gitlab-Token``). A delivery that fails is
+answered 401 and nothing about it is kept.
+
+Which deliveries become reviews:
+
+- GitHub ``pull_request`` with action ``opened``, ``reopened``, ``synchronize`` (a push) or
+  ``ready_for_review``; GitLab ``Merge Request Hook`` with action ``open``, ``reopen``, or
+  ``update`` carrying ``oldrev`` (new commits; an edited title is not a push);
+- skipped, with the reason in the answer: drafts, events sent by bots (GitHub ``sender.type``
+  ``Bot``; GitLab project and group access-token users, ``project_N_bot…`` / ``group_N_bot…``),
+  closed or merged changes, other actions and other events (GitHub's ``ping`` is answered).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+ForgeName = Literal["github", "gitlab"]
+GITHUB_SECRET_ENV = "CODEJURY_GITHUB_WEBHOOK_SECRET"
+GITLAB_TOKEN_ENV = "CODEJURY_GITLAB_WEBHOOK_TOKEN"
+GITHUB_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review")
+GITLAB_ACTIONS = ("open", "reopen", "update")
+_GITLAB_BOT = re.compile(r"^(project|group)_\d+_bot(_[0-9a-f]+)?$")
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """One merge request to review: what a queued job carries (plain JSON)."""
+
+    forge: ForgeName
+    url: str
+    """The merge request's web URL, as ``codejury review --url`` takes it."""
+    key: str
+    """The merge request's identity across pushes: ``github:octo/app#7``, ``gitlab:acme/widgets!7``."""
+    head_sha: str = ""
+    installation_id: int | None = None
+    """The GitHub App installation that sent it (its token reviews the pull request)."""
+    delivery: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReviewRequest:
+        forge = data.get("forge")
+        if forge not in ("github", "gitlab"):
+            raise ValueError(f"a queued review names no known forge: {forge!r}")
+        installation = data.get("installation_id")
+        return cls(
+            forge=forge,
+            url=str(data["url"]),
+            key=str(data["key"]),
+            head_sha=str(data.get("head_sha") or ""),
+            installation_id=int(installation) if installation is not None else None,
+            delivery=str(data.get("delivery") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An authenticated delivery that asks for no review, and why (said in the 202 answer)."""
+
+    reason: str
+
+
+def github_signature_valid(secret: str, body: bytes, header: str | None) -> bool:
+    """Whether ``X-Hub-Signature-256`` is ``sha256=`` the HMAC of ``body`` under ``secret`` (constant time)."""
+    if not secret or not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), header.strip().encode("utf-8", "replace"))
+
+
+def gitlab_token_valid(token: str, header: str | None) -> bool:
+    """Whether ``X-Gitlab-Token`` equals the configured token (constant time)."""
+    if not token or header is None:
+        return False
+    return hmac.compare_digest(token.encode(), header.encode("utf-8", "replace"))
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    """The delivery's JSON object; ValueError for anything else."""
+    data = json.loads(body)
+    if not isinstance(data, dict):
+        raise ValueError("the payload is not a JSON object")
+    return data
+
+
+def github_request(event: str, payload: Mapping[str, Any], delivery: str) -> ReviewRequest | Skipped:
+    """The review a GitHub delivery asks for, or why it asks for none."""
+    if event == "ping":
+        return Skipped("ping: the webhook works")
+    if event != "pull_request":
+        return Skipped(f"event {event or '(none)'} starts no review")
+    action = str(payload.get("action") or "")
+    pull = _object(payload.get("pull_request"))
+    sender = _object(payload.get("sender"))
+    if action not in GITHUB_ACTIONS:
+        return Skipped(f"pull_request action {action or '(none)'} starts no review")
+    if pull.get("state") == "closed":
+        return Skipped("the pull request is closed")
+    if pull.get("draft") is True:
+        return Skipped("the pull request is a draft")
+    if sender.get("type") == "Bot" or str(sender.get("login") or "").endswith("[bot]"):
+        return Skipped("sent by a bot")
+    url, number = pull.get("html_url"), pull.get("number")
+    repo = _object(payload.get("repository")).get("full_name")
+    if not isinstance(url, str) or not isinstance(number, int) or not isinstance(repo, str):
+        raise ValueError("a pull_request event without pull_request.html_url, number or repository.full_name")
+    installation = _object(payload.get("installation")).get("id")
+    return ReviewRequest(
+        forge="github",
+        url=url,
+        key=f"github:{repo}#{number}",
+        head_sha=str(_object(pull.get("head")).get("sha") or ""),
+        installation_id=installation if isinstance(installation, int) else None,
+        delivery=delivery,
+    )
+
+
+def gitlab_request(event: str, payload: Mapping[str, Any], delivery: str) -> ReviewRequest | Skipped:
+    """The review a GitLab delivery asks for, or why it asks for none."""
+    if event != "Merge Request Hook" or payload.get("object_kind") != "merge_request":
+        return Skipped(f"event {event or '(none)'} starts no review")
+    attrs = _object(payload.get("object_attributes"))
+    user = _object(payload.get("user"))
+    action = str(attrs.get("action") or "")
+    if action not in GITLAB_ACTIONS:
+        return Skipped(f"merge request action {action or '(none)'} starts no review")
+    if action == "update" and not attrs.get("oldrev"):
+        return Skipped("an update without new commits starts no review")
+    if attrs.get("state") in ("closed", "merged", "locked"):
+        return Skipped(f"the merge request is {attrs.get('state')}")
+    if attrs.get("draft") is True or attrs.get("work_in_progress") is True:
+        return Skipped("the merge request is a draft")
+    if user.get("bot") is True or _GITLAB_BOT.match(str(user.get("username") or "")):
+        return Skipped("sent by a bot")
+    url, iid = attrs.get("url"), attrs.get("iid")
+    project = _object(payload.get("project")).get("path_with_namespace")
+    if not isinstance(url, str) or not isinstance(iid, int) or not isinstance(project, str):
+        raise ValueError("a merge request event without object_attributes.url, iid or project.path_with_namespace")
+    last_commit = _object(attrs.get("last_commit")).get("id")
+    return ReviewRequest(
+        forge="gitlab",
+        url=url,
+        key=f"gitlab:{project}!{iid}",
+        head_sha=str(last_commit or ""),
+        delivery=delivery,
+    )

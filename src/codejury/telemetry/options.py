@@ -1,0 +1,44 @@
+"""The review command's telemetry flags: ``--metrics-push URL`` and ``--metrics-textfile PATH``.
+
+Checked before anything runs (a malformed URL or an unwritable folder is bad input: one line, exit
+2); once the review runs, an export that fails is only a warning. Importing this module loads
+neither prometheus_client nor OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from codejury.cli_io import check_writable
+from codejury.errors import InputError
+
+if TYPE_CHECKING:
+    from codejury.telemetry.metrics import MetricsRecorder
+
+
+def check_metrics_flags(push_url: str | None, textfile: Path | None) -> None:
+    """Raise ``InputError`` (or ``OutputError``) for a push URL or a textfile path that cannot work."""
+    if push_url is not None:
+        try:
+            parts = urlsplit(push_url.strip())
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # an unclosed IPv6 bracket, a port out of range
+            valid = False
+        if not valid:
+            raise InputError("--metrics-push expects the http:// or https:// URL of a Prometheus Pushgateway")
+    if textfile is not None:
+        check_writable("--metrics-textfile", textfile)
+
+
+def metrics_recorders(
+    push_url: str | None, textfile: Path | None, warn: Callable[[str], None]
+) -> list[MetricsRecorder]:
+    """A recorder that counts the review into a registry of its own and exports it; none when no flag asks."""
+    if push_url is None and textfile is None:
+        return []
+    from codejury.telemetry.metrics import MetricsRecorder
+
+    return [MetricsRecorder(push_url=push_url.strip() if push_url else None, textfile=textfile, warn=warn)]

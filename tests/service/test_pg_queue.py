@@ -1,0 +1,128 @@
+"""The distributed queue on a real PostgreSQL server: Procrastinate's locks, and ``codejury worker`` processes
+(the scripted model inside) that survive one of them being killed in the middle of a review."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx2
+import psycopg
+import pytest
+
+from codejury.forges.gitlab import adapter as gitlab_mod
+from codejury.forges.gitlab.api import GitLabAPI
+from codejury.forges.markers import parse_summary
+from codejury.service import pg_queue
+from codejury.service.commands import ServiceOptions, build_service
+from codejury.service.webhooks import ReviewRequest
+from codejury.testing.gitlab import FakeGitLab
+from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery, gitlab_mr_event
+from tests.service.test_local_reviews import NEW, OLD, serving
+
+WORKER = Path(__file__).with_name("worker_main.py")
+ROOT = Path(__file__).parents[2]
+
+
+def request(n: int = 7) -> ReviewRequest:
+    return ReviewRequest("gitlab", f"https://gitlab.example/acme/widgets/-/merge_requests/{n}", f"gitlab:a/w!{n}")
+
+
+async def test_one_job_waits_per_merge_request_and_the_rest_are_dropped(new_pg_database: Callable[[], str]) -> None:
+    url = new_pg_database()
+    await pg_queue.apply_schema(url)
+    await pg_queue.apply_schema(url)  # a second process starting: nothing to do
+    app = pg_queue.make_app(url)
+    async with app.open_async():
+        queue = pg_queue.PostgresQueue(app)
+        assert await queue.ready()
+        outcomes = [await queue.submit(request(7)) for _ in range(3)]
+        assert outcomes == ["queued", "coalesced", "coalesced"]
+        assert await queue.submit(request(8)) == "queued"
+        todo = await app.job_manager.list_jobs_async(status="todo")
+        assert sorted(j.lock or "" for j in todo) == ["gitlab:a/w!7", "gitlab:a/w!8"]
+
+
+def _statuses(url: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        return [r[0] for r in conn.execute("SELECT status FROM procrastinate_jobs ORDER BY id").fetchall()]
+
+
+def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    flags = ["--database", url, "--heartbeat", "0.5", "--stalled-after", "2"]
+    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, str(WORKER), str(sleep_s), "--", *flags],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+@pytest.fixture
+def gl(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitLab]:
+    monkeypatch.setattr(gitlab_mod, "GitLabAPI", functools.partial(GitLabAPI, backoff_s=0.001))
+    with FakeGitLab() as server:
+        server.add_mr(1, 7, files={"app.py": (OLD, NEW)}, description="Adds things.")
+        yield server
+
+
+async def _until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_killed_workers_review_is_finished_by_another_worker_without_duplicates(
+    new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
+) -> None:
+    url = new_pg_database()
+    env = {
+        **os.environ,
+        "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
+        "CODEJURY_RECORD_URL": "none",
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+    opts = ServiceOptions(
+        database=url, env={"CODEJURY_GITLAB_WEBHOOK_TOKEN": GITLAB_TOKEN, "CODEJURY_RECORD_URL": "none"}
+    )
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        service = build_service(opts, say=lambda line: None)
+        async with serving(service) as base, httpx2.AsyncClient(base_url=base) as client:
+            body, headers = gitlab_delivery(gitlab_mr_event(f"{gl.url}/acme/widgets/-/merge_requests/7"))
+            answer = await client.post("/webhooks/gitlab", content=body, headers=headers)
+            assert answer.json()["outcome"] == "queued"
+            assert (await client.get("/readyz")).json() == {"ready": True}
+        slow = _worker(url, 600, tmp_path / "slow.log", env)
+        workers.append(slow)
+        await _until(lambda: _statuses(url) == ["doing"], 60, "the first worker to start the review")
+        slow.send_signal(signal.SIGKILL)  # mid-review: nothing posted yet, its heartbeat stops
+        slow.wait(timeout=10)
+        workers.append(_worker(url, 0, tmp_path / "fast.log", env))
+
+        def summaries() -> list[str]:
+            notes = gl.notes(1, 7, system=False)
+            return [n["body"] for n in notes if n["author"]["username"] == FakeGitLab.BOT and parse_summary(n["body"])]
+
+        await _until(lambda: _statuses(url) == ["succeeded"], 90, "the second worker to finish the review")
+        log = (tmp_path / "fast.log").read_text(errors="replace")
+        assert "queued again" in log
+        assert len(summaries()) == 1 and "Unchecked input" in summaries()[0]
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
