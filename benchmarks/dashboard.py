@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.dashboard.seed import showcase_record  # noqa: E402
 
-from codejury.dashboard.page import dashboard_data, render_dashboard_data, scope_of  # noqa: E402
+from codejury.dashboard.page import dashboard_data, render_dashboard_data  # noqa: E402
 from codejury.dashboard.series import choose_buckets, compute_series  # noqa: E402
-from codejury.record.stats import compute_stats  # noqa: E402
+from codejury.record.stats import compute_stats, review_scope  # noqa: E402
 from codejury.record.store import Store  # noqa: E402
 from codejury.record.target import sqlite_target  # noqa: E402
 
@@ -77,7 +77,7 @@ def breakdown(path: Path) -> str:
         t_stats = time.perf_counter() - started
         assert stats.overview.first is not None
         started = time.perf_counter()
-        compute_series(conn, choose_buckets(stats.overview.first, now), scope_of(None, None))
+        compute_series(conn, choose_buckets(stats.overview.first, now), review_scope(None, None))
         t_series = time.perf_counter() - started
     started = time.perf_counter()
     data = dashboard_data(store, now=now)

@@ -253,7 +253,7 @@ class FileTable(_Table):
     weak_models: list[Glob] = Field(
         default_factory=list,
         description='More models to treat as weak, by "provider:model" glob: their findings are verified, and '
-        "their criticals block only with analyzer evidence or a passed verification.",
+        "only those backed by analyzer evidence count toward a blocking verdict (the rest are advisory).",
     )
     evidence: list[str] = Field(
         default_factory=list,

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from codejury.dashboard.page import dashboard_data, scope_of
+from codejury.dashboard.page import dashboard_data
 from codejury.dashboard.series import MAX_BUCKETS, choose_buckets, compute_series
+from codejury.record.stats import compute_stats, review_scope
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
 from tests.dashboard.seed import month_records
@@ -65,7 +66,7 @@ def test_each_day_holds_the_numbers_computed_by_hand(store_url: str) -> None:
     try:
         with store.connect() as conn:
             buckets = choose_buckets(SINCE, NOW)
-            s = compute_series(conn, buckets, scope_of(SINCE, None))
+            s = compute_series(conn, buckets, review_scope(SINCE, None))
     finally:
         store.close()
     zeros = [0] * 20
@@ -109,10 +110,13 @@ def test_the_series_add_up_to_the_stats_tables(tmp_path: object) -> None:
         store.write(record)
     try:
         data = dashboard_data(store, since=NOW - timedelta(days=30), now=NOW, recent=5)
+        with store.connect() as conn:
+            alone = compute_stats(conn, since=NOW - timedelta(days=30), store=store.shown)
     finally:
         store.close()
     assert data.series is not None
     stats, s = data.stats, data.series
+    assert stats == alone  # the acted-on table read with the series is the one `codejury stats` prints
     assert sum(map(sum, s.verdicts.values())) == stats.reviews == 60
     assert {v: sum(n) for v, n in s.verdicts.items()} == stats.overview.verdicts
     by_severity = {sev: sum(n) for sev, n in s.severities.items()}

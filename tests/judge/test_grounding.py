@@ -44,7 +44,7 @@ async def test_a_weak_models_own_check_is_not_enough_for_a_critical_to_block(tmp
     scripts = {"security": [Final([sqli()]), holds(True)], "coordinator": NO_DECISIONS}
     review, _ = await review_of(tmp_path, scripts, **WEAK)
     [f] = review.findings
-    assert (f.severity, f.verified, f.advisory) == ("warning", True, False)  # verified: it counts, as a warning
+    assert (f.severity, f.verified, f.advisory) == ("warning", True, True)  # its own check is no proof: advisory
     assert WEAK_NOTE in f.body
     assert review.verdict == "approved_with_comments"
 
@@ -171,7 +171,8 @@ async def test_a_weak_coordinator_is_skipped_when_every_finding_passed_its_check
     review, resolver = await review_of(tmp_path, scripts, **WEAK)
     assert review.coordinator.status == "skipped" and review.judged
     assert resolver.models["coordinator"].calls == 0  # type: ignore[attr-defined]
-    assert [f.verified for f in review.findings] == [True]
+    assert [(f.verified, f.advisory) for f in review.findings] == [(True, True)]
+    assert review.verdict == "approved_with_comments"  # a weak model's checked warning never withdraws approval
 
 
 async def test_a_weak_coordinator_still_judges_findings_no_check_answered(tmp_path: Path) -> None:

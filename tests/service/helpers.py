@@ -11,6 +11,9 @@ from typing import Any
 GITHUB_SECRET = "whsec-test-0123456789"
 GITLAB_TOKEN = "gl-hook-token-0123456789"
 INGEST_TOKEN = "ingest-token-0123456789"
+OLD = "".join(f"line {n}\n" for n in range(1, 31))
+NEW = OLD.replace("line 5\n", "line five\n")
+"""A change's file before and after: one line changed."""
 
 
 def github_pr_event(

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,6 @@ from codejury import pipeline
 from codejury.forges.errors import ForgeUnavailable
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
-from codejury.forges.gitlab import adapter as gitlab_mod
-from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_summary
 from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.github_app import GitHubAppTokens
@@ -38,11 +36,17 @@ from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.loopback import LoopbackServer, QuietHandler
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from codejury.testing.scripted import finding as model_finding
-from tests.service.helpers import GITHUB_SECRET, GITLAB_TOKEN, github_delivery, github_pr_event, gitlab_delivery
+from tests.service.helpers import (
+    GITHUB_SECRET,
+    GITLAB_TOKEN,
+    NEW,
+    OLD,
+    github_delivery,
+    github_pr_event,
+    gitlab_delivery,
+)
 from tests.service.helpers import gitlab_mr_event as mr_event
 
-OLD = "".join(f"line {n}\n" for n in range(1, 31))
-NEW = OLD.replace("line 5\n", "line five\n")
 FINDING = model_finding("app.py", 5, "Unchecked input", severity="warning", category="validation")
 MODEL = ("scripted:reviewer", ("coordinator=scripted:coordinator",))
 
@@ -52,14 +56,6 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedResolver:
     resolver = ScriptedResolver({"reviewer": [Final([FINDING])], "coordinator": [Raw({"decisions": []})]})
     monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
     return resolver
-
-
-@pytest.fixture
-def gl(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitLab]:
-    monkeypatch.setattr(gitlab_mod, "GitLabAPI", functools.partial(GitLabAPI, backoff_s=0.001))
-    with FakeGitLab() as server:
-        server.add_mr(1, 7, files={"app.py": (OLD, NEW)}, description="Adds things.")
-        yield server
 
 
 @contextlib.asynccontextmanager

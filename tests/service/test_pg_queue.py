@@ -4,28 +4,24 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
 import psycopg
-import pytest
 
-from codejury.forges.gitlab import adapter as gitlab_mod
-from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_summary
 from codejury.service import pg_queue
 from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.webhooks import ReviewRequest
 from codejury.testing.gitlab import FakeGitLab
 from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery, gitlab_mr_event
-from tests.service.test_local_reviews import NEW, OLD, serving
+from tests.service.test_local_reviews import serving
 
 WORKER = Path(__file__).with_name("worker_main.py")
 ROOT = Path(__file__).parents[2]
@@ -65,14 +61,6 @@ def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str]) -> subproc
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-
-
-@pytest.fixture
-def gl(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitLab]:
-    monkeypatch.setattr(gitlab_mod, "GitLabAPI", functools.partial(GitLabAPI, backoff_s=0.001))
-    with FakeGitLab() as server:
-        server.add_mr(1, 7, files={"app.py": (OLD, NEW)}, description="Adds things.")
-        yield server
 
 
 async def _until(check: Callable[[], bool], timeout_s: float, what: str) -> None:

@@ -95,12 +95,7 @@ class FakePushgateway(LoopbackServer):
 
     def _refuse(self, h: QuietHandler, status: int, why: str) -> None:
         self.refused.append((status, why))
-        data = why.encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "text/plain")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        h.send_body(status, "text/plain", why.encode())
 
 
 def is_text_format(content_type: str) -> bool:
@@ -186,11 +181,7 @@ class FakeCollector(LoopbackServer):
         self._reply(h, 200, ExportTraceServiceResponse().SerializeToString())
 
     def _reply(self, h: QuietHandler, status: int, data: bytes) -> None:
-        h.send_response(status)
-        h.send_header("Content-Type", "application/x-protobuf")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        h.send_body(status, "application/x-protobuf", data)
 
 
 def _value(v: AnyValue) -> Any:

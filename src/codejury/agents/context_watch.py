@@ -13,17 +13,15 @@ turns a run's warnings into the line the review's notes carry.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pydantic_ai._run_context import RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
-from pydantic_ai.models import ModelRequestParameters, StreamedResponse
-from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
+from codejury.models.hooked import HookedModel
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
 
@@ -49,7 +47,7 @@ def estimate_tokens(messages: Sequence[ModelMessage]) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-class ContextWatch(WrapperModel):
+class ContextWatch(HookedModel):
     """``wrapped``, emitting ``context_warning`` once when a prompt passes half the context window."""
 
     def __init__(self, resolved: ResolvedModel, *, agent: str, events: EventLog) -> None:
@@ -75,19 +73,10 @@ class ContextWatch(WrapperModel):
         self.check(reported if reported > 0 else estimate_tokens(messages), estimated=reported <= 0)
         return response
 
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
+    def _outgoing(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """A stream's prompt is judged before it is sent, from its text."""
         self.check(estimate_tokens(messages), estimated=True)
-        async with self.wrapped.request_stream(
-            messages, model_settings, model_request_parameters, run_context
-        ) as stream:
-            yield stream
+        return messages
 
     def check(self, tokens: int, *, estimated: bool) -> None:
         """Emit the warning the first time ``tokens`` passes the share of the window."""

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from codejury.agents.bounded import Budget, Pattern
+from codejury.agents.bounded import Budget
 from codejury.agents.sandbox import checked_path
-from codejury.agents.tools import _MAX_GLOB_CHARS, _SKIP_DIRS, RepoTools, _glob_matches, listing_text
+from codejury.agents.tools import _SKIP_DIRS, RepoTools, _glob_matches, grep_pattern, listing_text
 from codejury.change.head_tree import HeadTree, TreeFile, Unreadable
 
 
@@ -87,11 +87,9 @@ class GitRepoTools(RepoTools):
 
     def grep(self, pattern: str, path_glob: str | None = None, budget: Budget | None = None) -> str:
         """Lines matching a Python regular expression in the commit's files, as 'path:line: text'."""
-        compiled = Pattern.compile(pattern)
+        compiled = grep_pattern(pattern, path_glob)
         if isinstance(compiled, str):
             return compiled
-        if path_glob is not None and len(path_glob) > _MAX_GLOB_CHARS:
-            return f"error: path_glob too long ({len(path_glob)} characters; at most {_MAX_GLOB_CHARS})"
         budget = budget or Budget(self.time_budget_s)
         literal: list[str] = []
         for part in PurePosixPath((path_glob or "").strip()).parts[:-1]:

@@ -66,6 +66,14 @@ def listing_text(entries: list[str]) -> str:
     return "\n".join(entries)
 
 
+def grep_pattern(pattern: str, path_glob: str | None) -> Pattern | str:
+    """``grep``'s pattern compiled, or the ``error: ...`` line for a bad pattern or a path glob too long."""
+    compiled = Pattern.compile(pattern)
+    if not isinstance(compiled, str) and path_glob is not None and len(path_glob) > _MAX_GLOB_CHARS:
+        return f"error: path_glob too long ({len(path_glob)} characters; at most {_MAX_GLOB_CHARS})"
+    return compiled
+
+
 class RepoTools:
     """Read files, patches, grep and list a repository checkout (or only patches when root is None)."""
 
@@ -215,11 +223,9 @@ class RepoTools:
 
     def grep(self, pattern: str, path_glob: str | None = None, budget: Budget | None = None) -> str:
         """Lines matching a Python regular expression, as 'path:line: text'."""
-        compiled = Pattern.compile(pattern)
+        compiled = grep_pattern(pattern, path_glob)
         if isinstance(compiled, str):
             return compiled
-        if path_glob is not None and len(path_glob) > _MAX_GLOB_CHARS:
-            return f"error: path_glob too long ({len(path_glob)} characters; at most {_MAX_GLOB_CHARS})"
         budget = budget or Budget(self.time_budget_s)
         if self.sandbox is None:
             return self._grep_patches(compiled, path_glob, budget)

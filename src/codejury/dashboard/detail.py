@@ -38,6 +38,24 @@ class FindingView:
     verified: bool | None = None
     advisory: bool = False
 
+    @classmethod
+    def of(cls, source: Any, *, body: str = "", suggestion: str | None = None) -> FindingView:
+        """The view of a stored finding row or a review's ``Finding`` (the same names), text made one-line."""
+        return cls(
+            reviewer=source.reviewer,
+            category=source.category,
+            severity=source.severity,
+            path=source.path,
+            start_line=source.start_line,
+            end_line=source.end_line,
+            title=one_line(source.title),
+            body=body,
+            suggestion=suggestion,
+            evidence=[one_line(str(e)) for e in source.evidence or []],
+            verified=source.verified,
+            advisory=source.advisory,
+        )
+
     @property
     def location(self) -> str:
         span = f"{self.start_line}-{self.end_line}" if self.end_line > self.start_line else str(self.start_line)
@@ -57,6 +75,23 @@ class RunView:
     cache_write_tokens: int
     cost_usd: float
     duration_s: float
+
+    @classmethod
+    def of(cls, source: Any, role: str) -> RunView:
+        """The view of a stored reviewer-run row or a review's ``ReviewerReport`` (the same names)."""
+        return cls(
+            name=source.name,
+            role=role,
+            model=source.model,
+            status=source.status,
+            error=one_line(source.error) if source.error else None,
+            input_tokens=source.input_tokens,
+            output_tokens=source.output_tokens,
+            cache_read_tokens=source.cache_read_tokens,
+            cache_write_tokens=source.cache_write_tokens,
+            cost_usd=source.cost_usd,
+            duration_s=source.duration_s,
+        )
 
 
 @dataclass
@@ -171,37 +206,10 @@ def load_details(conn: Connection, rows: Sequence[ReviewRow]) -> list[ReviewDeta
     }  # fmt: skip
     table_findings: dict[int, list[FindingView]] = {}
     for row in conn.execute(select(f).where(f.c.review_id.in_(ids))):
-        table_findings.setdefault(row.review_id, []).append(
-            FindingView(
-                reviewer=row.reviewer,
-                category=row.category,
-                severity=row.severity,
-                path=row.path,
-                start_line=row.start_line,
-                end_line=row.end_line,
-                title=one_line(row.title),
-                evidence=[one_line(str(e)) for e in row.evidence or []],
-                verified=row.verified,
-                advisory=row.advisory,
-            )  # fmt: skip
-        )
+        table_findings.setdefault(row.review_id, []).append(FindingView.of(row))
     table_runs: dict[int, list[RunView]] = {}
     for row in conn.execute(select(runs).where(runs.c.review_id.in_(ids))):
-        table_runs.setdefault(row.review_id, []).append(
-            RunView(
-                name=row.name,
-                role=row.role,
-                model=row.model,
-                status=row.status,
-                error=one_line(row.error) if row.error else None,
-                input_tokens=row.input_tokens,
-                output_tokens=row.output_tokens,
-                cache_read_tokens=row.cache_read_tokens,
-                cache_write_tokens=row.cache_write_tokens,
-                cost_usd=row.cost_usd,
-                duration_s=row.duration_s,
-            )  # fmt: skip
-        )
+        table_runs.setdefault(row.review_id, []).append(RunView.of(row, row.role))
     failbacks: dict[int, list[tuple[str, str, str]]] = {}
     for row in conn.execute(select(fb).where(fb.c.review_id.in_(ids))):
         failbacks.setdefault(row.review_id, []).append((row.from_model, row.to_model, one_line(row.reason)))
@@ -244,42 +252,18 @@ def _fill(detail: ReviewDetail, review: Review) -> None:
     detail.summary = clean_text(review.summary).strip()
     detail.sections = by_section(
         [
-            FindingView(
-                reviewer=f.reviewer,
-                category=f.category,
-                severity=f.severity,
-                path=f.path,
-                start_line=f.start_line,
-                end_line=f.end_line,
-                title=one_line(f.title),
+            FindingView.of(
+                f,
                 body=clean_text(f.body).strip(),
                 suggestion=clean_text(f.suggestion) if f.suggestion and f.suggestion.strip() else None,
-                evidence=[one_line(e) for e in f.evidence],
-                verified=f.verified,
-                advisory=f.advisory,
-            )  # fmt: skip
+            )
             for f in review.findings
         ]
     )
     reports = [(r, "reviewer") for r in review.reviewers]
     if review.coordinator is not None:
         reports.append((review.coordinator, "coordinator"))
-    detail.runs = [
-        RunView(
-            name=r.name,
-            role=role,
-            model=r.model,
-            status=r.status,
-            error=one_line(r.error) if r.error else None,
-            input_tokens=r.input_tokens,
-            output_tokens=r.output_tokens,
-            cache_read_tokens=r.cache_read_tokens,
-            cache_write_tokens=r.cache_write_tokens,
-            cost_usd=r.cost_usd,
-            duration_s=r.duration_s,
-        )  # fmt: skip
-        for r, role in reports
-    ]
+    detail.runs = [RunView.of(r, role) for r, role in reports]
     detail.skipped = [(s.path, one_line(s.reason)) for s in review.skipped_files]
     detail.cut_files = list(review.cut_files)
     detail.notes = [one_line(n) for n in review.notes]

@@ -25,14 +25,14 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
-from sqlalchemy import ColumnElement, Connection, and_, func, select, true
+from sqlalchemy import ColumnElement, Connection, func, select
 
 from codejury.dashboard import charts
 from codejury.dashboard.charts import Part
 from codejury.dashboard.detail import ReviewDetail, load_details, recent_reviews
-from codejury.dashboard.series import ActedPoint, Buckets, Series, acted_series, choose_buckets, compute_series
+from codejury.dashboard.series import ActedPoint, Buckets, Series, acted_outcomes, choose_buckets, compute_series
 from codejury.record import schema
-from codejury.record.stats import Stats, compute_stats
+from codejury.record.stats import ActedOn, Stats, compute_stats, review_scope
 from codejury.record.store import Store, utc_naive
 from codejury.render import format_cost, format_duration, section_title
 from codejury.secrets import Redactor
@@ -119,17 +119,6 @@ class Dashboard:
     generated_at: datetime
 
 
-def scope_of(since: datetime | None, repository: str | None) -> ColumnElement[bool]:
-    """The condition on ``reviews`` that ``compute_stats`` applies for ``since`` and ``repository``."""
-    r = schema.reviews
-    where: list[ColumnElement[bool]] = []
-    if since is not None:
-        where.append(r.c.recorded_at >= utc_naive(since))
-    if repository is not None:
-        where.append(r.c.repository == repository)
-    return and_(true(), *where)
-
-
 def dashboard_data(
     store: Store,
     *,
@@ -140,13 +129,14 @@ def dashboard_data(
 ) -> Dashboard:
     """The tables, their series over time (from ``since``, or the first review, to now) and the recent reviews.
 
-    ``compute_stats`` and the acted-on series (the two heaviest reads) run on connections of their
+    ``compute_stats`` and the acted-on outcomes (the two heaviest reads) run on connections of their
     own in worker threads while this one reads the other series and the recent reviews: the
     database works on them at once (SQLite's reader releases the GIL), so the page costs about the
-    largest of the three rather than their sum.
+    largest of the three rather than their sum. The outcomes are read once, for both the acted-on
+    series and the stats' acted-on table (``acted_outcomes``).
     """
     now = now or datetime.now(UTC)
-    scope = scope_of(since, repository)
+    scope = review_scope(since, repository)
     r = schema.reviews
     with store.connect() as conn:  # opens (and, for an empty store, migrates) before the workers connect
         first, last = conn.execute(select(func.min(r.c.recorded_at), func.max(r.c.recorded_at)).where(scope)).one()
@@ -159,18 +149,19 @@ def dashboard_data(
             details = load_details(conn, rows)
             stats = stats_done.result()
             if series is not None and acted_done is not None:
-                series.acted = acted_done.result()
+                series.acted, stats.acted_on = acted_done.result()
     return Dashboard(stats=stats, series=series, recent=details, generated_at=now)
 
 
 def _stats(store: Store, since: datetime | None, repository: str | None) -> Stats:
+    """The tables but acted-on, which ``_acted`` reads with its series (no review in scope: none)."""
     with store.connect() as conn:
-        return compute_stats(conn, since=since, repository=repository, store=store.shown)
+        return compute_stats(conn, since=since, repository=repository, store=store.shown, with_acted_on=False)
 
 
-def _acted(store: Store, buckets: Buckets, scope: ColumnElement[bool]) -> list[ActedPoint]:
+def _acted(store: Store, buckets: Buckets, scope: ColumnElement[bool]) -> tuple[list[ActedPoint], ActedOn]:
     with store.connect() as conn:
-        return acted_series(conn, buckets, scope)
+        return acted_outcomes(conn, buckets, scope)
 
 
 def _top_models(series: Series) -> list[str]:

@@ -21,12 +21,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Integer, Select, and_, case, cast, exists, extract, func, select
+from sqlalchemy import ColumnElement, Connection, Integer, cast, extract, func, select
 
 from codejury.record import schema
-from codejury.record.stats import SEVERITIES, TIER_ORDER, percentile
+from codejury.record.stats import SEVERITIES, TIER_ORDER, ActedOn, acted_on_table, finding_outcomes, percentile
 
 MAX_BUCKETS = 60
 WIDTHS = (
@@ -142,13 +141,13 @@ class Series:
 
 def compute_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], *, acted: bool = True) -> Series:
     """Every measure per bucket over the reviews that ``scope`` (a condition on ``reviews``) keeps
-    (the acted-on outcome only with ``acted``: ``acted_series`` reads it on its own)."""
+    (the acted-on outcome only with ``acted``: ``acted_outcomes`` reads it on its own)."""
     series = Series(buckets=buckets)
     _reviews(conn, buckets, scope, series)
     _findings(conn, buckets, scope, series)
     _tokens(conn, buckets, scope, series)
     if acted:
-        series.acted = acted_series(conn, buckets, scope)
+        series.acted, _ = acted_outcomes(conn, buckets, scope)
     return series
 
 
@@ -235,74 +234,29 @@ def _tokens(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], seri
     series.models = {m: models[m] for m in sorted(models, key=lambda m: (-totals[m], m))}
 
 
-def _outcomes(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> Select[Any]:
-    """``finding_outcomes`` with each finding's bucket (the time of the review that published it).
-
-    The same definition as ``codejury.record.stats.finding_outcomes`` (which does not return the
-    review's time): the next review of the change by time, its forge bookkeeping for the
-    fingerprint first, else whether it still reports the finding on another head with the file
-    changed. ``test_the_series_add_up_to_the_stats_tables`` holds the two to the same totals.
-    """
-    r, f, e, cf = schema.reviews, schema.findings, schema.earlier_findings, schema.changed_files
-    ordered = (
-        select(
-            r.c.id,
-            func.lead(r.c.id)
-            .over(partition_by=(r.c.repository, r.c.change_id), order_by=(r.c.recorded_at, r.c.id))
-            .label("next_id"),
-        )
-        .where(r.c.change_id != "")
-        .subquery("ordered")
-    )
-    status = (
-        select(e.c.status)
-        .where(e.c.review_id == ordered.c.next_id, e.c.fingerprint == f.c.fingerprint)
-        .limit(1)
-        .scalar_subquery()
-    )
-    pf = (
-        select(
-            bucket_of(conn, r.c.recorded_at, buckets).label("bucket"),
-            f.c.fingerprint,
-            f.c.path,
-            r.c.head_sha,
-            ordered.c.next_id,
-            status.label("status"),
-        )  # fmt: skip
-        .select_from(f.join(r, r.c.id == f.c.review_id).outerjoin(ordered, ordered.c.id == f.c.review_id))
-        .where(scope)
-        .cte("per_finding")
-        .prefix_with("MATERIALIZED")
-    )
-    nxt, same = r.alias("next_review"), f.alias("same_finding")
-    reported_again = exists().where(same.c.review_id == pf.c.next_id, same.c.fingerprint == pf.c.fingerprint)
-    file_changed = exists().where(cf.c.review_id == pf.c.next_id, cf.c.path == pf.c.path)
-    acted = case(
-        (pf.c.next_id.is_(None), 0),
-        (pf.c.status == "fixed", 1),
-        (pf.c.status.is_not(None), 0),
-        (reported_again, 0),
-        (nxt.c.head_sha == pf.c.head_sha, 0),
-        (and_(nxt.c.changed_since_known.is_(True), ~file_changed), 0),
-        else_=1,
-    )
-    return select(
-        pf.c.bucket,
-        case((pf.c.next_id.is_not(None), 1), else_=0).label("followed_up"),
-        acted.label("acted_on"),
-        case((pf.c.status == "dismissed", 1), else_=0).label("dismissed"),
-    ).select_from(pf.outerjoin(nxt, nxt.c.id == pf.c.next_id))
-
-
-def acted_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> list[ActedPoint]:
-    """The acted-on outcome of the findings published in each bucket."""
-    o = _outcomes(conn, buckets, scope).subquery("outcomes")
+def acted_outcomes(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> tuple[list[ActedPoint], ActedOn]:
+    """The acted-on outcome of the findings published in each bucket (``finding_outcomes``, bucketed by
+    the time of the review that published each finding) and, from the same pass, ``codejury stats``'s
+    acted-on table (the same outcomes summed per reviewer and category)."""
+    o = finding_outcomes(scope).subquery("outcomes")
+    index = bucket_of(conn, o.c.recorded_at, buckets).label("bucket")
     query = select(
-        o.c.bucket, func.count(), func.sum(o.c.followed_up), func.sum(o.c.acted_on), func.sum(o.c.dismissed)
-    ).group_by(o.c.bucket)
+        index, o.c.reviewer, o.c.category, func.count(), func.sum(o.c.followed_up), func.sum(o.c.acted_on),
+        func.sum(o.c.dismissed),
+    ).group_by(index, o.c.reviewer, o.c.category)  # fmt: skip
     points = [ActedPoint() for _ in range(buckets.count)]
-    for bucket, n, fo, a, d in conn.execute(query):
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for bucket, reviewer, category, *sums in conn.execute(query):
+        counts = [int(value or 0) for value in sums]
+        into = totals[(reviewer, category)]
+        for k, value in enumerate(counts):
+            into[k] += value
         i = _inside(bucket, buckets)
         if i is not None:
-            points[i] = ActedPoint(int(n), int(fo or 0), int(a or 0), int(d or 0))
-    return points
+            point = points[i]
+            point.published += counts[0]
+            point.followed_up += counts[1]
+            point.acted_on += counts[2]
+            point.dismissed += counts[3]
+    table = acted_on_table((reviewer, category, n, fo, a, d) for (reviewer, category), (n, fo, a, d) in totals.items())
+    return points, table

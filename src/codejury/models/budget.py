@@ -13,19 +13,16 @@ event goes to the event log. A review that reached its ceiling is partial: it is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import Callable
 
-from pydantic_ai._run_context import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
-from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from codejury.errors import CodejuryError
 from codejury.findings import Usage
+from codejury.models.hooked import HookedModel
 from codejury.models.pricing import PriceTable
 from codejury.resilience import AgentWatch
 
@@ -84,7 +81,7 @@ class CostBudget:
         await self._reached.wait()
 
 
-class MeteredModel(WrapperModel):
+class MeteredModel(HookedModel):
     """``wrapped`` for one agent run, counting what each response costs against the review's budget."""
 
     def __init__(self, wrapped: Model, budget: CostBudget, *, spec: str, watch: AgentWatch) -> None:
@@ -122,19 +119,12 @@ class MeteredModel(WrapperModel):
         self._count(response.usage)
         return response
 
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
+    def _outgoing(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """A stream starts only while the budget is not spent."""
         self.budget.check()
-        async with self.wrapped.request_stream(
-            messages, model_settings, model_request_parameters, run_context
-        ) as stream:
-            yield stream
+        return messages
+
+    def _streamed(self, stream: StreamedResponse) -> None:
         self._count(stream.usage)
 
 

@@ -218,14 +218,15 @@ class LocalLlamaModel(Model):
         return ModelHTTPError(status, self._model_name, body=dict(error), provider_error_type=kind or None)
 
 
-# llama.cpp unrolls bounded repetitions into nested grammar rules: a maxLength of a few
-# hundred inside a repeated object exceeds its limits (a parse error, then a crash). The
-# output is validated against the full schema afterwards, so the grammar can drop them.
-_UNROLLED_KEYS = frozenset({"maxLength", "minLength", "pattern"})
+# xllamacpp turns a JSON schema into an llguidance grammar, which enforces string lengths lazily
+# (measured: a 40-character maxLength costs nothing and holds), so lengths stay: they keep a small
+# model from copying a whole file into a `quote`. Regex patterns are dropped; the output is validated
+# against the full schema afterwards.
+_UNROLLED_KEYS = frozenset({"pattern"})
 
 
 def grammar_safe_schema(schema: Any) -> Any:
-    """``schema`` without the string-length and pattern constraints llama.cpp's grammar cannot afford."""
+    """``schema`` without the regex patterns the grammar need not carry (validation checks them after)."""
     if isinstance(schema, dict):
         return {k: grammar_safe_schema(v) for k, v in schema.items() if k not in _UNROLLED_KEYS}
     if isinstance(schema, list):

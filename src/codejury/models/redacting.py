@@ -10,21 +10,16 @@ are ours and carry no secrets.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
-from typing import Any
-
-from pydantic_ai._run_context import RunContext
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
-from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
+from codejury.models.hooked import HookedModel
 from codejury.secrets import Redactor
 
 
-class RedactingModel(WrapperModel):
+class RedactingModel(HookedModel):
     """``wrapped``, with known secret values replaced by ``[REDACTED]`` in every request it sends."""
 
     def __init__(self, wrapped: Model, redactor: Redactor) -> None:
@@ -37,14 +32,6 @@ class RedactingModel(WrapperModel):
     def _outgoing(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         return self.redactor.scrub(messages)
 
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        return await self.wrapped.request(self._outgoing(messages), model_settings, model_request_parameters)
-
     async def count_tokens(
         self,
         messages: list[ModelMessage],
@@ -53,16 +40,3 @@ class RedactingModel(WrapperModel):
     ) -> RequestUsage:
         """Token counting sends the messages to the provider too (Anthropic's count_tokens endpoint)."""
         return await self.wrapped.count_tokens(self._outgoing(messages), model_settings, model_request_parameters)
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
-        async with self.wrapped.request_stream(
-            self._outgoing(messages), model_settings, model_request_parameters, run_context
-        ) as stream:
-            yield stream

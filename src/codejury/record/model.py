@@ -135,7 +135,6 @@ def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> R
     if review.coordinator is not None:
         runs.append(_run(review.coordinator, "coordinator"))
     changed = change.get("changed_since")
-    usage = review.usage
     return ReviewRecord(
         repository=_text(change.get("repository")),
         change_id=_text(change.get("change_id")),
@@ -145,13 +144,7 @@ def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> R
         judged=review.judged,
         break_glass=review.break_glass,
         break_glass_by=[str(who) for who in published.get("break_glass_by") or ()],
-        requests=usage.requests,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=usage.cost_usd,
-        duration_s=usage.duration_s,
+        **review.usage.model_dump(),
         reviewers=runs,
         findings=[
             FindingRecord(fingerprint=fp, **f.model_dump(include=set(FindingRecord.model_fields)))

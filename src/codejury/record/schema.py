@@ -45,6 +45,20 @@ migrations_table = Table(
     Column("applied_at", DateTime, nullable=False),
 )
 
+
+def _usage_columns() -> list[Column[object]]:
+    """A review's or a reviewer run's requests, tokens, cost and time (``findings.Usage``'s fields)."""
+    return [
+        Column("requests", Integer, nullable=False),
+        Column("input_tokens", Integer, nullable=False),
+        Column("output_tokens", Integer, nullable=False),
+        Column("cache_read_tokens", Integer, nullable=False),
+        Column("cache_write_tokens", Integer, nullable=False),
+        Column("cost_usd", Float, nullable=False),
+        Column("duration_s", Float, nullable=False),
+    ]
+
+
 reviews = Table(
     "reviews",
     metadata,
@@ -59,13 +73,7 @@ reviews = Table(
     Column("judged", Boolean, nullable=False),
     Column("break_glass", Boolean, nullable=False),
     Column("break_glass_by", JSON, nullable=False),
-    Column("requests", Integer, nullable=False),
-    Column("input_tokens", Integer, nullable=False),
-    Column("output_tokens", Integer, nullable=False),
-    Column("cache_read_tokens", Integer, nullable=False),
-    Column("cache_write_tokens", Integer, nullable=False),
-    Column("cost_usd", Float, nullable=False),
-    Column("duration_s", Float, nullable=False),
+    *_usage_columns(),
     Column("failed_reviewers", Integer, nullable=False),
     Column("failbacks", Integer, nullable=False),
     Column("changed_since_known", Boolean, nullable=False),
@@ -91,13 +99,7 @@ reviewer_runs = _child(
     Column("model", String(200), nullable=False),
     Column("status", String(20), nullable=False),
     Column("error", Text),
-    Column("requests", Integer, nullable=False),
-    Column("input_tokens", Integer, nullable=False),
-    Column("output_tokens", Integer, nullable=False),
-    Column("cache_read_tokens", Integer, nullable=False),
-    Column("cache_write_tokens", Integer, nullable=False),
-    Column("cost_usd", Float, nullable=False),
-    Column("duration_s", Float, nullable=False),
+    *_usage_columns(),
 )
 findings = _child(
     "findings",

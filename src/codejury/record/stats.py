@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -192,18 +192,30 @@ def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def compute_stats(
-    conn: Connection, *, since: datetime | None = None, repository: str | None = None, store: str = ""
-) -> Stats:
-    """Every table over the reviews in ``conn``'s store recorded since ``since`` in ``repository``."""
+def review_scope(since: datetime | None, repository: str | None) -> ColumnElement[bool]:
+    """The condition on ``reviews`` for those recorded since ``since`` in ``repository`` (None: any)."""
     r = schema.reviews
     where: list[ColumnElement[bool]] = []
     if since is not None:
         where.append(r.c.recorded_at >= utc_naive(since))
     if repository is not None:
         where.append(r.c.repository == repository)
-    scope = and_(true(), *where)
-    children = Children(scope, bool(where))
+    return and_(true(), *where)
+
+
+def compute_stats(
+    conn: Connection,
+    *,
+    since: datetime | None = None,
+    repository: str | None = None,
+    store: str = "",
+    with_acted_on: bool = True,
+) -> Stats:
+    """Every table over the reviews in ``conn``'s store recorded since ``since`` in ``repository``
+    (``with_acted_on=False`` leaves ``acted_on`` empty, for a caller that reads it in one pass with its
+    time series: ``codejury.dashboard.series.acted_outcomes``)."""
+    scope = review_scope(since, repository)
+    children = Children(scope, since is not None or repository is not None)
     overview, glass = _overview(conn, scope)
     tokens, failures = _runs(conn, children)
     return Stats(
@@ -217,7 +229,7 @@ def compute_stats(
         tokens_by_model=tokens,
         break_glass=glass,
         reliability=_reliability(conn, scope, failures, overview.reviews),
-        acted_on=_acted_on(conn, scope),
+        acted_on=_acted_on(conn, scope) if with_acted_on else ActedOn(),
     )
 
 
@@ -381,8 +393,8 @@ def _reliability(
 
 
 def finding_outcomes(scope: ColumnElement[bool]) -> Select[Any]:
-    """One row per published finding in ``scope``: review id, reviewer, category, 0/1 columns ``followed_up``,
-    ``acted_on`` and ``dismissed`` at the next review of its change.
+    """One row per published finding in ``scope``: review id, the review's ``recorded_at``, reviewer,
+    category, 0/1 columns ``followed_up``, ``acted_on`` and ``dismissed`` at the next review of its change.
 
     A finding of review R is *followed up* when a later review R' of the same (repository, change
     id) exists; R' is the next one by time. Then, in this order:
@@ -414,6 +426,7 @@ def finding_outcomes(scope: ColumnElement[bool]) -> Select[Any]:
     pf = (
         select(
             f.c.review_id,
+            r.c.recorded_at,
             f.c.reviewer,
             f.c.category,
             f.c.fingerprint,
@@ -441,6 +454,7 @@ def finding_outcomes(scope: ColumnElement[bool]) -> Select[Any]:
     )
     return select(
         pf.c.review_id,
+        pf.c.recorded_at,
         pf.c.reviewer,
         pf.c.category,
         case((pf.c.next_id.is_not(None), 1), else_=0).label("followed_up"),
@@ -462,7 +476,13 @@ def _acted_on(conn: Connection, scope: ColumnElement[bool]) -> ActedOn:
         o.c.reviewer, o.c.category, func.count(), func.sum(o.c.followed_up), func.sum(o.c.acted_on),
         func.sum(o.c.dismissed),
     ).group_by(o.c.reviewer, o.c.category)  # fmt: skip
-    detail = [_acted_row(rev, cat, int(n), int(fo), int(a), int(d)) for rev, cat, n, fo, a, d in conn.execute(query)]
+    return acted_on_table(conn.execute(query))
+
+
+def acted_on_table(counts: Iterable[tuple[str, str, int, int, int, int]]) -> ActedOn:
+    """The acted-on table from (reviewer, category, published, followed up, acted on, dismissed), one row
+    per reviewer and category (``finding_outcomes`` summed)."""
+    detail = [_acted_row(rev, cat, int(n), int(fo), int(a), int(d)) for rev, cat, n, fo, a, d in counts]
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for row in detail:
         for i, value in enumerate((row.published, row.followed_up, row.acted_on, row.dismissed)):

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from codejury.findings import Usage
 from codejury.record import schema
 from codejury.record.model import ReviewRecord
 from codejury.record.schema import StoreError
@@ -142,8 +143,7 @@ def write_record(conn: Connection, record: ReviewRecord) -> bool:
     head = record.model_dump(
         include={
             "uid", "repository", "change_id", "head_sha", "tier", "verdict", "judged", "break_glass",
-            "break_glass_by", "requests", "input_tokens", "output_tokens", "cache_read_tokens",
-            "cache_write_tokens", "cost_usd", "duration_s",
+            "break_glass_by", *Usage.model_fields,
         }
     )  # fmt: skip
     head["recorded_at"] = utc_naive(record.recorded_at)

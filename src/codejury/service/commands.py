@@ -125,6 +125,7 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
         queue = PostgresQueue(pg_app)
     else:
         queue = LocalQueue(engine, runner.run, concurrency=opts.concurrency, backoff_s=opts.retry_backoff_s, say=say)
+    runner.submit = queue.submit  # chat commands queue reviews
     state = ServiceState(
         queue=queue,
         deliveries=Deliveries(engine),
@@ -179,6 +180,7 @@ async def run_worker(opts: ServiceOptions, *, heartbeat_s: float, stalled_after_
     runner = _job_runner(opts, None if target.kind == "none" else target.url, ReviewMetrics(), _say)
     await pg_queue.apply_schema(opts.database)
     app = pg_queue.make_app(opts.database)
+    runner.submit = pg_queue.PostgresQueue(app).submit  # chat commands queue reviews
     async with app.open_async():
         _say(f"worker ready: reviewing jobs from {target.shown if target.kind == 'postgresql' else 'the database'}")
         try:

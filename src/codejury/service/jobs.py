@@ -16,7 +16,7 @@ job, logged in one line; anything else is a bug and propagates too.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +64,8 @@ class JobRunner:
         self.app_tokens = app_tokens
         self.metrics = metrics
         self.say = say
+        self.submit: Callable[[ReviewRequest], Awaitable[str]] | None = None
+        """How a chat job queues a review (``/codejury review``): the service's or worker's queue."""
 
     async def job_env(self, request: ReviewRequest) -> dict[str, str]:
         env = dict(self.env)
@@ -74,8 +76,19 @@ class JobRunner:
         return env
 
     async def run(self, request: ReviewRequest) -> str:
-        """Review and publish ``request``'s merge request; returns a one-line outcome for the log."""
+        """Review and publish ``request``'s merge request (or carry out its chat command); returns a
+        one-line outcome for the log."""
         from codejury.cli import ReviewFlags, _review_change
+
+        if request.chat is not None:
+            from codejury.service.chat_jobs import run_chat
+
+            try:
+                return await run_chat(request, await self.job_env(request), self.setup, self.submit, self.say)
+            except (ForgeUnavailable, InternalError):
+                raise
+            except CodejuryError as exc:
+                return f"chat command not carried out: {exc}"
 
         recorders: tuple[object, ...] = ()
         if self.metrics is not None:

@@ -12,7 +12,9 @@ Which deliveries become reviews:
   ``update`` carrying ``oldrev`` (new commits; an edited title is not a push);
 - skipped, with the reason in the answer: drafts, events sent by bots (GitHub ``sender.type``
   ``Bot``; GitLab project and group access-token users, ``project_N_bot…`` / ``group_N_bot…``),
-  closed or merged changes, other actions and other events (GitHub's ``ping`` is answered).
+  closed or merged changes, other actions and other events (GitHub's ``ping`` is answered);
+- comments (GitHub ``issue_comment`` and ``pull_request_review_comment``, GitLab ``Note Hook``)
+  are read by ``service.chat``: a command becomes a chat job.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from codejury.service.chat import (
+    GITHUB_CHAT_EVENTS,
+    GITLAB_CHAT_EVENT,
+    ChatCommand,
+    github_chat_request,
+    gitlab_chat_request,
+)
 
 ForgeName = Literal["github", "gitlab"]
 GITHUB_SECRET_ENV = "CODEJURY_GITHUB_WEBHOOK_SECRET"
@@ -46,6 +56,8 @@ class ReviewRequest:
     installation_id: int | None = None
     """The GitHub App installation that sent it (its token reviews the pull request)."""
     delivery: str = ""
+    chat: ChatCommand | None = None
+    """A command from a comment (``service.chat``); None for a review asked by a push."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +75,7 @@ class ReviewRequest:
             head_sha=str(data.get("head_sha") or ""),
             installation_id=int(installation) if installation is not None else None,
             delivery=str(data.get("delivery") or ""),
+            chat=ChatCommand.from_json(data["chat"]) if data.get("chat") else None,
         )
 
 
@@ -104,6 +117,8 @@ def github_request(event: str, payload: Mapping[str, Any], delivery: str) -> Rev
     """The review a GitHub delivery asks for, or why it asks for none."""
     if event == "ping":
         return Skipped("ping: the webhook works")
+    if event in GITHUB_CHAT_EVENTS:
+        return github_chat_request(event, payload, delivery)
     if event != "pull_request":
         return Skipped(f"event {event or '(none)'} starts no review")
     action = str(payload.get("action") or "")
@@ -134,6 +149,8 @@ def github_request(event: str, payload: Mapping[str, Any], delivery: str) -> Rev
 
 def gitlab_request(event: str, payload: Mapping[str, Any], delivery: str) -> ReviewRequest | Skipped:
     """The review a GitLab delivery asks for, or why it asks for none."""
+    if event == GITLAB_CHAT_EVENT:
+        return gitlab_chat_request(payload, delivery)
     if event != "Merge Request Hook" or payload.get("object_kind") != "merge_request":
         return Skipped(f"event {event or '(none)'} starts no review")
     attrs = _object(payload.get("object_attributes"))

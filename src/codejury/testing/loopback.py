@@ -36,6 +36,14 @@ class QuietHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
+    def send_body(self, status: int, content_type: str, data: bytes) -> None:
+        """One whole response: ``status``, ``data`` as ``content_type`` with its length."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
 
 class LoopbackServer:
     """A fake served from a daemon thread on a free loopback port (``thread_name`` names the thread)."""

@@ -1,0 +1,244 @@
+"""Load benchmark of ``codejury serve`` (part of ``make bench``): webhook bursts against the embedded queue.
+
+``codejury serve``'s app runs on a real uvicorn on loopback with its SQLite queue and two review
+runners (``--concurrency 2``), against the fake GitLab and the scripted model. 10 merge requests
+receive 20 pushes each; every push is made on the fake first, then its ``Merge Request Hook``
+is delivered. With the 200 pushes go 200 deliveries that start no review (edited titles,
+comments without a command) and 100 replays of earlier deliveries (same ``Idempotency-Key``):
+500 deliveries, 20% duplicates, sent in bursts of 25 at once.
+
+Checked and printed: deliveries lost (a unique delivery not answered 2xx, or a replay queued
+again: a replay is answered ``duplicate``, or ``skipped`` again when it asks for no review),
+reviews run against pushes made (coalescing), duplicate comments (a second summary on a merge
+request, or two of codejury's open threads with the same finding marker), webhook response
+times (p50, p99, max; the target is p99 <= 100 ms), and whether every merge request ends
+reviewed at its latest head. Exit status 1 when a target is missed.
+
+Usage: python benchmarks/service.py [--mrs N] [--pushes N] [--burst N] [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOKEN = "gl-hook-token-bench"
+OLD = "".join(f"line {n}\n" for n in range(1, 31))
+P99_TARGET_MS = 100.0
+_FINDING_MARKER = re.compile(r"<!-- codejury:finding v1 (\S+) -->")
+
+
+def merge_request_event(base: str, iid: int, head: str, *, new_commits: bool) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "iid": iid,
+        "url": f"{base}/acme/widgets/-/merge_requests/{iid}",
+        "action": "update",
+        "state": "opened",
+        "last_commit": {"id": head},
+    }
+    if new_commits:
+        attrs["oldrev"] = "0" * 40
+    return {
+        "object_kind": "merge_request",
+        "user": {"id": 1, "username": "alice"},
+        "project": {"path_with_namespace": "acme/widgets"},
+        "object_attributes": attrs,
+    }
+
+
+def note_event(base: str, iid: int, note_id: int) -> dict[str, Any]:
+    return {
+        "object_kind": "note",
+        "user": {"id": 2, "username": "bob"},
+        "project": {"path_with_namespace": "acme/widgets"},
+        "object_attributes": {"id": note_id, "note": "Nice.", "noteable_type": "MergeRequest", "action": "create"},
+        "merge_request": {"iid": iid, "url": f"{base}/acme/widgets/-/merge_requests/{iid}", "state": "opened"},
+    }
+
+
+def delivery(payload: dict[str, Any], event: str) -> tuple[bytes, dict[str, str]]:
+    headers = {
+        "X-Gitlab-Event": event,
+        "X-Gitlab-Token": TOKEN,
+        "Idempotency-Key": str(uuid.uuid4()),
+        "Content-Type": "application/json",
+    }
+    return json.dumps(payload).encode(), headers
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def run(args: argparse.Namespace) -> int:
+    import httpx2
+
+    from codejury import pipeline
+    from codejury.forges.gitlab import adapter as gitlab_mod
+    from codejury.forges.gitlab.api import GitLabAPI
+    from codejury.forges.markers import parse_summary
+    from codejury.service.commands import ServiceOptions, build_service
+    from codejury.testing.gitlab import FakeGitLab
+    from codejury.testing.scripted import Final, Raw, ScriptedResolver, finding
+
+    rng = random.Random(args.seed)
+    found = finding("app.py", 5, "Unchecked input", severity="warning", category="validation")
+    resolver = ScriptedResolver({"reviewer": [Final([found])], "coordinator": [Raw({"decisions": []})]})
+    pipeline.default_resolver = lambda env: resolver  # type: ignore[attr-defined]
+    gitlab_mod.GitLabAPI = functools.partial(GitLabAPI, backoff_s=0.001)  # type: ignore[misc]
+
+    with FakeGitLab() as gl, tempfile.TemporaryDirectory() as folder:
+        iids = list(range(1, args.mrs + 1))
+        for iid in iids:
+            gl.add_mr(1, iid, files={"app.py": (OLD, OLD.replace("line 5\n", "line five\n"))})
+        opts = ServiceOptions(
+            concurrency=2,
+            model="scripted:reviewer",
+            model_for=("coordinator=scripted:coordinator",),
+            env={
+                "CODEJURY_RECORD_URL": f"sqlite:///{Path(folder) / 'service.sqlite3'}",
+                "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
+                "CODEJURY_GITLAB_WEBHOOK_TOKEN": TOKEN,
+            },
+        )
+        app = build_service(opts, say=lambda line: None)
+        # the schedule: every push, as many deliveries that start no review, then replays of earlier ones
+        pushes = [iid for _ in range(args.pushes) for iid in iids]
+        plan: list[tuple[str, int]] = [("push", iid) for iid in pushes] + [("other", rng.choice(iids)) for _ in pushes]
+        rng.shuffle(plan)
+        replays = len(plan) // 4  # 20% of all deliveries
+        latencies: list[float] = []
+        answers: Counter[str] = Counter()
+        lost: list[str] = []
+        sent: list[tuple[bytes, dict[str, str]]] = []
+        started = time.perf_counter()
+        async with serving(app) as base, httpx2.AsyncClient(base_url=base, timeout=30) as client:
+
+            async def post(body: bytes, headers: dict[str, str], replay: bool) -> None:
+                t0 = time.perf_counter()
+                answer = await client.post("/webhooks/gitlab", content=body, headers=headers)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                outcome = str(answer.json().get("outcome"))
+                answers[outcome] += 1
+                if replay and outcome not in ("duplicate", "skipped"):  # a replay never queues a second job
+                    lost.append(f"replay answered {answer.status_code} {outcome}")
+                if not replay and not (200 <= answer.status_code < 300 and outcome != "duplicate"):
+                    lost.append(f"delivery answered {answer.status_code} {outcome}")
+
+            queue = [(kind, iid, False) for kind, iid in plan]
+            for _ in range(replays):  # replays go in after the first bursts, at random places
+                queue.insert(rng.randrange(args.burst, len(queue) + 1), ("replay", 0, True))
+            for start in range(0, len(queue), args.burst):
+                burst: list[tuple[bytes, dict[str, str], bool]] = []
+                earlier = list(sent)  # a replay repeats a delivery of an earlier burst, already answered
+                for kind, iid, replay in queue[start : start + args.burst]:
+                    if replay:
+                        body, headers = rng.choice(earlier)
+                    elif kind == "push":
+                        changed = OLD.replace("line 5\n", f"line 5 v{rng.random()}\n")  # each push rewrites line 5
+                        refs = gl.push(1, iid, files={"app.py": (OLD, changed)})
+                        body, headers = delivery(
+                            merge_request_event(gl.url, iid, refs["head_sha"], new_commits=True), "Merge Request Hook"
+                        )
+                    elif rng.random() < 0.5:
+                        head = gl.diff_refs(1, iid)["head_sha"]
+                        body, headers = delivery(
+                            merge_request_event(gl.url, iid, head, new_commits=False), "Merge Request Hook"
+                        )
+                    else:
+                        body, headers = delivery(note_event(gl.url, iid, rng.randrange(1, 10**6)), "Note Hook")
+                    if not replay:
+                        sent.append((body, headers))
+                    burst.append((body, headers, replay))
+                await asyncio.gather(*(post(b, h, r) for b, h, r in burst))
+                await asyncio.sleep(args.pause)
+            sending_s = time.perf_counter() - started
+            state = app.state.service
+            deadline = time.monotonic() + args.timeout
+            while True:
+                counts = await state.queue.counts()
+                if not counts.get("waiting") and not counts.get("running"):
+                    break
+                if time.monotonic() > deadline:
+                    print(f"timed out with jobs left: {counts}")
+                    return 1
+                await asyncio.sleep(0.1)
+        total_s = time.perf_counter() - started
+
+        stale, duplicates = [], 0
+        for iid in iids:
+            bot = [n for n in gl.notes(1, iid, system=False) if n["author"]["username"] == FakeGitLab.BOT]
+            summaries = [parse_summary(n["body"]) for n in bot if parse_summary(n["body"])]
+            duplicates += max(0, len(summaries) - 1)
+            if not summaries or summaries[0].head_sha != gl.diff_refs(1, iid)["head_sha"]:  # type: ignore[union-attr]
+                stale.append(iid)
+            open_markers = Counter(
+                m[1]
+                for d in gl.discussions(1, iid)
+                for n in d["notes"][:1]
+                if n["author"]["username"] == FakeGitLab.BOT and not n.get("resolved")
+                for m in [_FINDING_MARKER.search(n["body"])]
+                if m
+            )
+            duplicates += sum(c - 1 for c in open_markers.values())
+
+    latencies.sort()
+    p50 = latencies[len(latencies) // 2]
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    print(f"deliveries: {len(latencies)} ({replays} replays) in bursts of {args.burst}; answers: {dict(answers)}")
+    print(f"deliveries lost: {len(lost)}" + (f" ({lost[:3]})" if lost else ""))
+    print(f"reviews run: {counts.get('done', 0)} for {len(pushes)} pushes on {len(iids)} merge requests ({counts})")
+    print(f"duplicate reviews or comments: {duplicates}")
+    print(
+        f"webhook response: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms",
+        f"(target p99 <= {P99_TARGET_MS:.0f} ms)",
+    )
+    print(f"merge requests not reviewed at their latest head: {len(stale)} {stale or ''}".rstrip())
+    print(f"time: {sending_s:.1f} s sending, {total_s:.1f} s until the queue was empty")
+    ok = not lost and not duplicates and not stale and p99 <= P99_TARGET_MS
+    return 0 if ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mrs", type=int, default=10)
+    parser.add_argument("--pushes", type=int, default=20)
+    parser.add_argument("--burst", type=int, default=25)
+    parser.add_argument("--pause", type=float, default=0.05, help="seconds between bursts")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=17)
+    return asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
