@@ -18,8 +18,8 @@ from pydantic_ai.usage import RunUsage
 from codejury.agents.prompts import fence
 from codejury.eval.dataset import ExpectedComment
 from codejury.eval.results import FoundFinding
-from codejury.eval.scoring import overlaps
 from codejury.findings import Usage
+from codejury.locations import overlaps
 from codejury.models.pricing import PriceTable, usage_from_run
 from codejury.models.profiles import ResolvedModel
 

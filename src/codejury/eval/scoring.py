@@ -15,23 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-SLACK = 1
+from codejury.locations import Located, overlaps
+
 BLOCKING_VERDICTS = frozenset({"requested_changes", "significant_concerns"})
-
-
-class Located(Protocol):
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-
-
-def overlaps(a: Located, b: Located, slack: int = SLACK) -> bool:
-    return a.path == b.path and a.start_line <= b.end_line + slack and b.start_line <= a.end_line + slack
 
 
 def max_matching(n_left: int, n_right: int, edges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -41,6 +41,7 @@ from codejury.agents.prompts import fence
 from codejury.change.types import FileChange, Hunk
 from codejury.evidence import Evidence
 from codejury.findings import Finding, ReviewerReport, Usage
+from codejury.locations import overlaps
 from codejury.models.pricing import usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.models.selection import ReviewModels, choose_model
@@ -117,7 +118,7 @@ def attach_evidence(findings: Sequence[Finding], evidence: Sequence[Evidence]) -
     """Each finding with the analyzer rules that flag its lines (one line of slack)."""
     out = []
     for f in findings:
-        rules = sorted({f"{e.analyzer}:{e.rule}" for e in evidence if _overlaps(f, e)} | set(f.evidence))
+        rules = sorted({f"{e.analyzer}:{e.rule}" for e in evidence if overlaps(f, e)} | set(f.evidence))
         out.append(f.model_copy(update={"evidence": rules}) if rules != f.evidence else f)
     return out
 
@@ -128,7 +129,7 @@ def unclaimed(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list
     seen: set[tuple[str, int]] = set()
     out = []
     for e in sorted(evidence, key=lambda e: (rank.get(e.severity, 3), e.path, e.start_line)):
-        if any(_overlaps(f, e) for f in findings) or (e.path, e.start_line) in seen:
+        if any(overlaps(f, e) for f in findings) or (e.path, e.start_line) in seen:
             continue
         seen.add((e.path, e.start_line))
         out.append(e)
@@ -325,10 +326,6 @@ class _Checker:
             error = self.failures.get((name, spec))
             out.append(ReviewerReport.from_usage(name, spec, "ok", usage, f"unanswered: {error}" if error else None))
         return out
-
-
-def _overlaps(f: Finding, e: Evidence) -> bool:
-    return f.path == e.path and f.start_line <= e.end_line + 1 and e.start_line <= f.end_line + 1
 
 
 def _check_prompt(file: FileChange | None, start: int, end: int, task: str, text: str) -> str:
