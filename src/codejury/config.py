@@ -110,6 +110,8 @@ class Settings:
     """Samples per reviewer of a weak model; above 1 the findings are voted on."""
     votes_needed: int | None = None
     """Samples that must agree on a finding; None: a majority."""
+    max_unproven: int = _DEFAULT.max_unproven
+    """Advisory findings of weak models published per review; the rest are counted as dropped."""
     weak_models: tuple[str, ...] = ()
     """More models (globs) treated as weak, besides those whose profile says so."""
     evidence: tuple[str, ...] = ()

@@ -250,6 +250,13 @@ class FileTable(_Table):
     votes_needed: int | None = Field(
         default=None, ge=1, le=9, description="Samples that must report a finding at one place (default: a majority)."
     )
+    max_unproven: int = Field(
+        default=1,
+        ge=0,
+        le=100,
+        description="At most this many findings of weak models that no analyzer backs (advisory ones) are published "
+        "per review, the most severe first; the rest are dropped and counted (unproven_over_limit).",
+    )
     weak_models: list[Glob] = Field(
         default_factory=list,
         description='More models to treat as weak, by "provider:model" glob: their findings are verified, and '

@@ -65,9 +65,36 @@ async def test_advisory_warnings_never_add_up_to_significant_concerns(tmp_path: 
         finding(PATH, 14, "Module-level API key constant", severity="warning", category="secrets"),
     ]
     scripts = {"code_quality": [Final(warnings), Fail(RuntimeError("no answer"))], "coordinator": NO_DECISIONS}
-    review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)
+    review, _ = await review_of(tmp_path, scripts, verify="off", max_unproven=3, **WEAK)
     assert len(review.findings) == 3 and all(f.advisory for f in review.findings)
     assert review.verdict == "approved_with_comments"
+
+
+async def test_a_weak_models_unproven_findings_are_limited_per_review_most_severe_first(tmp_path: Path) -> None:
+    claims = [
+        finding(PATH, 6, "Password hashed with bare sha256", severity="suggestion", category="crypto"),
+        finding(PATH, 10, "Query string formatted by hand", severity="critical", category="injection"),
+        finding(PATH, 14, "Module-level API key constant", severity="warning", category="secrets"),
+    ]
+    scripts = {"security": [Final(claims)], "coordinator": NO_DECISIONS}
+    review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)  # the default limit: one
+    [kept] = review.findings
+    assert (kept.title, kept.severity, kept.advisory) == ("Query string formatted by hand", "warning", True)
+    assert review.dropped_findings["unproven_over_limit"] == 2  # counted, never silently lost
+    review, _ = await review_of(tmp_path, scripts, verify="off", max_unproven=0, **WEAK)
+    assert review.findings == [] and review.dropped_findings["unproven_over_limit"] == 3
+
+
+async def test_analyzer_backed_findings_are_never_limited(tmp_path: Path) -> None:
+    unproven = finding(PATH, 2, "sqlite3 is not thread-safe here", severity="warning", category="correctness")
+    scripts = {"security": [Final([sqli(), unproven])], "coordinator": NO_DECISIONS}
+    review, _ = await review_of(tmp_path, scripts, analyzers=True, verify="off", max_unproven=0, **WEAK)
+    assert [(f.start_line, f.severity, f.advisory) for f in review.findings] == [
+        (10, "critical", False),  # backed by ruff's S608
+        (14, "warning", False),  # the committed key, found by the secrets detector alone
+    ]
+    assert review.dropped_findings["unproven_over_limit"] == 1
+    assert review.verdict == "requested_changes"
 
 
 async def test_a_strong_model_is_not_verified_by_default_and_its_critical_blocks(tmp_path: Path) -> None:

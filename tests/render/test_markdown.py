@@ -1,7 +1,13 @@
 from __future__ import annotations
 
 from codejury.findings import ReviewerReport
-from codejury.render.markdown import code_span, fenced, render_plan_markdown, render_review_markdown
+from codejury.render.markdown import (
+    code_span,
+    fenced,
+    grounding_note,
+    render_plan_markdown,
+    render_review_markdown,
+)
 from tests.render.samples import HOSTILE, finding, full_review, not_reviewed_review, plan
 
 
@@ -129,3 +135,18 @@ def test_plan_with_no_reviewer_says_nothing_would_be_reviewed() -> None:
     assert "**Nothing to review:**" in text and "*not reviewed*" in text
     assert "<details open>" in text
     assert "Nothing to review" not in render_plan_markdown(plan())
+
+
+def test_grounding_note_says_why_an_advisory_finding_does_not_block() -> None:
+    confirmed = finding(evidence=["ruff:S608"], verified=True)
+    rejected_hit = finding(evidence=["rules:perf-py-query-in-loop"], advisory=True)
+    own_check_only = finding(verified=True, advisory=True)
+    assert grounding_note(confirmed) == "Backed by ruff:S608; checked against the code"
+    assert grounding_note(rejected_hit) == (
+        "Backed by rules:perf-py-query-in-loop; advisory: the reviewing model did not confirm the hit, does not block"
+    )
+    # A passed check is never also called "not verified".
+    assert grounding_note(own_check_only) == (
+        "Checked against the code; advisory: a small model's finding without analyzer evidence, does not block"
+    )
+    assert grounding_note(finding()) == ""

@@ -34,7 +34,7 @@ from codejury.dashboard.series import ActedPoint, Buckets, Series, acted_outcome
 from codejury.record import schema
 from codejury.record.stats import ActedOn, Stats, compute_stats, review_scope
 from codejury.record.store import Store, utc_naive
-from codejury.render import format_cost, format_duration, section_title
+from codejury.render import format_cost, format_duration, grounds, section_title
 from codejury.secrets import Redactor
 
 RECENT = 50
@@ -106,6 +106,7 @@ def environment() -> Environment:
     )  # fmt: skip
     env.globals["verdict_color"] = lambda v: VERDICT_COLORS.get(v, "#6b7280")
     env.globals["severity_color"] = lambda s: SEVERITY_COLORS.get(s, "#6b7280")
+    env.globals["finding_grounds"] = grounds
     return env
 
 

@@ -56,6 +56,23 @@ def group_by_section(findings: Sequence[Finding]) -> list[tuple[str, list[Findin
     ]
 
 
+def grounds(evidence: Sequence[str], *, verified: bool | None, advisory: bool) -> list[str]:
+    """What backs a finding, in words: analyzer rules, a passed check, and why it does not block when advisory."""
+    parts = []
+    if evidence:
+        parts.append("backed by " + ", ".join(one_line(e) for e in evidence))
+    if verified:
+        parts.append("checked against the code")
+    if advisory:
+        if evidence and not verified:
+            parts.append("advisory: the reviewing model did not confirm the hit, does not block")
+        elif verified:
+            parts.append("advisory: a small model's finding without analyzer evidence, does not block")
+        else:
+            parts.append("advisory: not verified, does not block")
+    return parts
+
+
 def not_reviewed_notice(review: Review) -> str | None:
     """One line saying that no model looked at the change and why (the review's summary), or None
     when something was reviewed.

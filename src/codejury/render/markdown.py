@@ -16,6 +16,7 @@ from codejury.render import (
     format_cost,
     format_duration,
     format_tokens,
+    grounds,
     group_by_section,
     location,
     one_line,
@@ -59,14 +60,8 @@ def _plural(n: int, word: str) -> str:
 
 def grounding_note(f: Finding) -> str:
     """What backs a finding: analyzer rules, a passed verification, or nothing (advisory)."""
-    parts = []
-    if f.evidence:
-        parts.append("backed by " + ", ".join(one_line(e) for e in f.evidence))
-    if f.verified:
-        parts.append("verified against the code")
-    if f.advisory:
-        parts.append("advisory: not verified, does not block")
-    return "; ".join(parts).capitalize() if parts else ""
+    note = "; ".join(grounds(f.evidence, verified=f.verified, advisory=f.advisory))
+    return note[:1].upper() + note[1:]
 
 
 def _finding(f: Finding) -> list[str]:
