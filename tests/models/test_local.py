@@ -326,6 +326,24 @@ def test_reviewer_schemas_become_grammars_quietly() -> None:
     assert proc.stderr == ""  # an unsupported keyword would print "WARNING: JSON schema conversion ..."
 
 
+def test_the_grammar_bounds_every_free_text_field_so_an_answer_always_closes() -> None:
+    from codejury.findings import NotedReviewerOutput
+    from codejury.judge.grounding import Check
+    from codejury.models.local import FREE_TEXT_MAX_CHARS, grammar_safe_schema
+
+    schema = grammar_safe_schema(NotedReviewerOutput.model_json_schema())
+    draft = schema["$defs"]["FindingDraft"]["properties"]
+    assert schema["properties"]["notes"]["maxLength"] == FREE_TEXT_MAX_CHARS["notes"]
+    assert draft["title"]["maxLength"] == FREE_TEXT_MAX_CHARS["title"]
+    assert draft["body"]["maxLength"] > draft["title"]["maxLength"]
+    assert [o.get("maxLength") for o in draft["suggestion"]["anyOf"]] == [draft["body"]["maxLength"], None]
+    assert "maxLength" not in draft["severity"]  # an enum is bounded already
+    checked = grammar_safe_schema(Check.model_json_schema())
+    assert checked["properties"]["quote"]["maxLength"] == Check.model_json_schema()["properties"]["quote"]["maxLength"]
+    # Validation is not tightened: a cloud model's long body is still a valid answer.
+    assert NotedReviewerOutput.model_validate({"notes": "n" * 5000, "findings": []}).notes == "n" * 5000
+
+
 @pytest.mark.embedded
 @pytest.mark.usefixtures("allow_requests")
 async def test_real_embedded_model_returns_structured_output_and_reuses_the_prefix() -> None:

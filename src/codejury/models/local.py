@@ -223,15 +223,35 @@ class LocalLlamaModel(Model):
 # model from copying a whole file into a `quote`. Regex patterns are dropped; the output is validated
 # against the full schema afterwards.
 _UNROLLED_KEYS = frozenset({"pattern"})
+FREE_TEXT_MAX_CHARS: dict[str, int] = {"notes": 600, "category": 60, "path": 300, "title": 160}
+"""Grammar-only length caps of free-text fields that have none, by property name (other strings: 600).
+
+A small model that starts repeating itself inside a string writes until its output budget ends, and
+the answer is truncated JSON: a naive review of one real pull request failed that way after 306 s.
+With every string bounded, a repetition ends at its cap and the JSON closes. Only the grammar carries
+the caps: an answer is not rejected for a long field, and cloud models' schemas are unchanged."""
+_DEFAULT_TEXT_MAX_CHARS = 600
 
 
-def grammar_safe_schema(schema: Any) -> Any:
-    """``schema`` without the regex patterns the grammar need not carry (validation checks them after)."""
-    if isinstance(schema, dict):
-        return {k: grammar_safe_schema(v) for k, v in schema.items() if k not in _UNROLLED_KEYS}
+def grammar_safe_schema(schema: Any, name: str = "") -> Any:
+    """``schema`` as the embedded model's grammar: regex patterns left to validation, free text bounded."""
     if isinstance(schema, list):
-        return [grammar_safe_schema(v) for v in schema]
-    return schema
+        return [grammar_safe_schema(v, name) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _UNROLLED_KEYS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {prop: grammar_safe_schema(sub, prop) for prop, sub in value.items()}
+        elif key in ("anyOf", "oneOf", "allOf"):
+            out[key] = grammar_safe_schema(value, name)
+        else:
+            out[key] = grammar_safe_schema(value)
+    if out.get("type") == "string" and "maxLength" not in out and "enum" not in out and "const" not in out:
+        out["maxLength"] = FREE_TEXT_MAX_CHARS.get(name, _DEFAULT_TEXT_MAX_CHARS)
+    return out
 
 
 def _request_turns(message: ModelRequest) -> list[ChatMessage]:
