@@ -68,8 +68,23 @@ def config_hash(settings: EvalSettings, mode: Mode) -> str:
 def _cache_path(settings: EvalSettings, case: EvalCase, mode: Mode) -> Path | None:
     if settings.cache_dir is None:
         return None
-    case_key = hashlib.sha256(case.model_dump_json().encode()).hexdigest()[:16]
-    return settings.cache_dir / config_hash(settings, mode) / f"{case_key}.json"
+    return settings.cache_dir / config_hash(settings, mode) / f"{case_key(case)}.json"
+
+
+def case_key(case: EvalCase) -> str:
+    """The case's fields and the content of the files it names (a bundle, a diff, a tree), so a
+    replaced file is reviewed again; a repository directory or URL counts by its refs."""
+    digest = hashlib.sha256(case.model_dump_json().encode())
+    for name in (case.diff, case.tree, None if case.repo_is_url else case.repo):
+        root = Path(name) if name else None
+        if root is None or not (root.is_file() or case.tree == name):
+            continue
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in files:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            with path.open("rb") as fh:
+                digest.update(hashlib.file_digest(fh, "sha256").digest())
+    return digest.hexdigest()[:16]
 
 
 def _load_cached(path: Path | None) -> CaseRun | None:
