@@ -150,7 +150,7 @@ def limit_unproven(findings: list[Finding], limit: int) -> tuple[list[Finding], 
     severe first, then those whose check passed, then the most confident; the others' count.
 
     Measured on the bundled golden set (71 findings, 7 of them analyzer-backed): the embedded model's own
-    claims were 64 findings with 8 matches, and 2.1 per clean change; keeping one per review doubles
+    claims were 64 findings with 6 matches, and 2.1 per clean change; keeping one per review doubles
     precision for one lost match. Findings that rest on an analyzer are never limited.
     """
     unproven = [f for f in findings if f.advisory and not f.evidence]
