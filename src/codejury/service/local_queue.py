@@ -23,7 +23,7 @@ from sqlalchemy import Engine, and_, exists, select, update
 from sqlalchemy.orm import aliased
 
 from codejury.forges.errors import ForgeUnavailable
-from codejury.service.tables import jobs, utcnow
+from codejury.service.tables import in_db_thread, jobs, utcnow
 from codejury.service.webhooks import ReviewRequest
 
 Outcome = Literal["queued", "coalesced"]
@@ -65,7 +65,7 @@ class LocalQueue:
 
     # -- submitting --------------------------------------------------------------------------------
     async def submit(self, request: ReviewRequest) -> Outcome:
-        outcome = await asyncio.to_thread(self._submit, request)
+        outcome = await in_db_thread(self.engine, lambda: self._submit(request))
         self._wake.set()
         return outcome
 
@@ -94,7 +94,8 @@ class LocalQueue:
             return True
 
         try:
-            return self._tasks != [] and all(not t.done() for t in self._tasks) and await asyncio.to_thread(check)
+            running = self._tasks != [] and all(not t.done() for t in self._tasks)
+            return running and await in_db_thread(self.engine, check)
         except Exception:
             return False
 
@@ -109,12 +110,12 @@ class LocalQueue:
                 out[state] = out.get(state, 0) + 1
             return out
 
-        return await asyncio.to_thread(count)
+        return await in_db_thread(self.engine, count)
 
     # -- running -----------------------------------------------------------------------------------
     async def start(self) -> None:
         """Queue again what was running when the process last stopped, then start the runners."""
-        await asyncio.to_thread(self._requeue_interrupted)
+        await in_db_thread(self.engine, self._requeue_interrupted)
         self._tasks = [
             asyncio.create_task(self._runner(), name=f"codejury-review-{n}") for n in range(self.concurrency)
         ]
@@ -185,7 +186,7 @@ class LocalQueue:
 
     async def _runner(self) -> None:
         while not self._stopping:
-            job = await asyncio.to_thread(self._claim)
+            job = await in_db_thread(self.engine, self._claim)
             if job is None:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -199,18 +200,20 @@ class LocalQueue:
         try:
             outcome = await self.run_job(job.request)
         except ForgeUnavailable as exc:
+            reason = str(exc)
             if job.attempts >= self.max_attempts:
-                self.say(f"{key}: forge unavailable, giving up after {job.attempts} attempts: {exc}")
-                await asyncio.to_thread(self._finish, job.id, "failed", str(exc))
+                self.say(f"{key}: forge unavailable, giving up after {job.attempts} attempts: {reason}")
+                await in_db_thread(self.engine, lambda: self._finish(job.id, "failed", reason))
             else:
-                self.say(f"{key}: forge unavailable, retrying later (attempt {job.attempts}): {exc}")
-                await asyncio.to_thread(self._retry_later, job, str(exc))
+                self.say(f"{key}: forge unavailable, retrying later (attempt {job.attempts}): {reason}")
+                await in_db_thread(self.engine, lambda: self._retry_later(job, reason))
             return
         except asyncio.CancelledError:
             raise  # stopping: the job stays running and is queued again at the next start
         except Exception as exc:
-            self.say(f"{key}: the review job failed: {type(exc).__name__}: {exc}")
-            await asyncio.to_thread(self._finish, job.id, "failed", f"{type(exc).__name__}: {exc}")
+            reason = f"{type(exc).__name__}: {exc}"
+            self.say(f"{key}: the review job failed: {reason}")
+            await in_db_thread(self.engine, lambda: self._finish(job.id, "failed", reason))
             return
         self.say(f"{key}: {outcome}")
-        await asyncio.to_thread(self._finish, job.id, "done")
+        await in_db_thread(self.engine, lambda: self._finish(job.id, "done"))

@@ -138,6 +138,11 @@ async def run_worker(
             except Exception as exc:  # a database hiccup: try again at the next sweep
                 say(f"could not look for stalled reviews: {type(exc).__name__}")
 
+    async def run_and_log(request: ReviewRequest) -> str:
+        outcome = await run_job(request)
+        say(f"{request.key}: {outcome}")  # as the embedded queue logs each job
+        return outcome
+
     sweeper = asyncio.create_task(sweep(), name="codejury-stalled-sweep")
     try:
         await app.run_worker_async(
@@ -145,7 +150,7 @@ async def run_worker(
             concurrency=concurrency,
             update_heartbeat_interval=heartbeat_s,
             stalled_worker_timeout=stalled_after_s,
-            additional_context={_RUNNER: run_job},
+            additional_context={_RUNNER: run_and_log},
             install_signal_handlers=True,
         )
     finally:

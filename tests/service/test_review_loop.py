@@ -1,0 +1,80 @@
+"""Reviews run on a loop of their own: a review's blocking work never holds the loop that answers webhooks."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from codejury.service.review_loop import ReviewLoop
+
+
+def block(seconds: float) -> None:
+    """A review's synchronous work (git, an analyzer, rendering) that holds its thread."""
+    time.sleep(seconds)
+
+
+async def test_a_blocking_review_leaves_the_serving_loop_free() -> None:
+    reviews = ReviewLoop()
+
+    async def review() -> str:
+        block(0.5)
+        return threading.current_thread().name
+
+    try:
+        job = asyncio.create_task(reviews.run(review))
+        ticks, worst, started = 0, 0.0, time.monotonic()
+        while not job.done():  # what the webhook routes would do meanwhile
+            before = time.monotonic()
+            await asyncio.sleep(0.01)
+            worst, ticks = max(worst, time.monotonic() - before), ticks + 1
+        assert await job == "codejury-reviews"  # it ran on the review loop's thread
+        assert time.monotonic() - started >= 0.5
+        assert ticks >= 10 and worst < 0.2  # never stalled for the length of the review
+    finally:
+        await reviews.close()
+
+
+async def test_cancelling_a_job_cancels_its_review_and_close_runs_the_cleanup_on_the_review_loop() -> None:
+    reviews = ReviewLoop()
+    started, cancelled = threading.Event(), threading.Event()
+    cleaned: list[str] = []
+
+    async def review() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def cleanup() -> None:
+        cleaned.append(threading.current_thread().name)
+
+    job = asyncio.create_task(reviews.run(review))
+    await asyncio.to_thread(started.wait, 5)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert await asyncio.to_thread(cancelled.wait, 5)  # the review itself was cancelled, not left running
+    await reviews.close(cleanup)
+    assert cleaned == ["codejury-reviews"]
+
+
+async def test_home_runs_work_on_the_callers_loop() -> None:
+    reviews = ReviewLoop()
+    home = asyncio.get_running_loop()
+
+    async def on_home() -> bool:
+        return asyncio.get_running_loop() is home
+
+    async def review() -> bool:
+        assert asyncio.get_running_loop() is not home
+        return await ReviewLoop.home(home, on_home())
+
+    try:
+        assert await reviews.run(review) is True
+    finally:
+        await reviews.close()
