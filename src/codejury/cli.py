@@ -314,7 +314,7 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
         settings, opts = _options(change, env, f, stack)
         output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
         opts.plugin_manager, opts.publishers, opts.recorders = pm, [output], _recorders(pm, settings, env)
-        opts.recorders = [*opts.recorders, *_metrics_recorders(f)]
+        opts.recorders = _closed_with(stack, [*opts.recorders, *_metrics_recorders(f)])
         result = await review(change, opts)
     if output.unwritten is not None:
         raise output.unwritten
@@ -440,6 +440,15 @@ def _metrics_recorders(f: ReviewFlags) -> list[Any]:
     return list(metrics_recorders(f.metrics_push, f.metrics_textfile, _err))
 
 
+def _closed_with(stack: ExitStack, recorders: list[Any]) -> list[Any]:
+    """``recorders``, closed when ``stack`` unwinds however the review ends: each writes what it still holds
+    (bounded; nothing is waited for on a store that already did not answer) before the process exits."""
+    from codejury.record.recorders import close_recorders
+
+    stack.callback(close_recorders, recorders, _err)
+    return recorders
+
+
 def _check_event_log(opts: ReviewOptions, f: ReviewFlags) -> None:
     """After the review was printed or written: an event log that could not be written is exit 2."""
     failed = opts.events.write_error
@@ -508,7 +517,8 @@ async def _review_on_forge(env: dict[str, str], f: ReviewFlags, pm: Any, open_fo
                         )
                     )
                 opts.disputes, opts.plugin_manager, opts.publishers = disputes(previous), pm, publishers
-                opts.recorders = [*_recorders(pm, settings, env), *_metrics_recorders(f), *f.recorders]
+                ours = _closed_with(stack, [*_recorders(pm, settings, env), *_metrics_recorders(f)])
+                opts.recorders = [*ours, *f.recorders]  # f.recorders are the caller's to close
                 result = await review(change, opts)
         except ForgeError as exc:
             done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"

@@ -1,8 +1,8 @@
 """The dashboard page and the review page, rendered from a store (the CLI and a review service alike).
 
-``render_dashboard(store, since=, repository=)`` reads ``compute_stats`` (the tables of ``codejury
-stats``), the same measures per time bucket (``codejury.dashboard.series``) and the most recent
-reviews in full (``codejury.dashboard.detail``), and renders one HTML page: inline CSS and SVG, no
+``render_dashboard(store, since=, repository=)`` reads the tables of ``codejury stats``
+(``codejury.record.stats``), the same measures per time bucket (``codejury.dashboard.series``) and
+the most recent reviews in full (``codejury.dashboard.detail``), and renders one HTML page: inline CSS and SVG, no
 script, no external resource, and a Content-Security-Policy that forbids both, so the page opens
 offline and a string from the store can never run as code. Templates autoescape every value.
 
@@ -21,23 +21,31 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
-from sqlalchemy import ColumnElement, Connection, func, select
+from sqlalchemy import Connection, func, select
 
 from codejury.dashboard import charts
 from codejury.dashboard.charts import Part
 from codejury.dashboard.detail import ReviewDetail, load_details, recent_reviews
-from codejury.dashboard.series import ActedPoint, Buckets, Series, acted_outcomes, choose_buckets, compute_series
+from codejury.dashboard.series import (
+    Series,
+    acted_outcomes,
+    choose_buckets,
+    finding_series,
+    review_series,
+    token_series,
+)
 from codejury.record import schema
-from codejury.record.stats import ActedOn, Stats, compute_stats, review_scope
+from codejury.record.stats import Stats, assemble_stats, compute_stats, on_own_connection, review_scope
 from codejury.record.store import Store, utc_naive
 from codejury.render import format_cost, format_duration, grounds, section_title
 from codejury.secrets import Redactor
 
 RECENT = 50
+T = TypeVar("T")
 MAX_MODELS = 8
 TIER_COLORS = {"trivial": "#14b8a6", "lite": "#3b82f6", "full": "#7c3aed"}
 SEVERITY_COLORS = {"critical": "#dc2626", "warning": "#f59e0b", "suggestion": "#3b82f6"}
@@ -130,39 +138,34 @@ def dashboard_data(
 ) -> Dashboard:
     """The tables, their series over time (from ``since``, or the first review, to now) and the recent reviews.
 
-    ``compute_stats`` and the acted-on outcomes (the two heaviest reads) run on connections of their
-    own in worker threads while this one reads the other series and the recent reviews: the
-    database works on them at once (SQLite's reader releases the GIL), so the page costs about the
-    largest of the three rather than their sum. The outcomes are read once, for both the acted-on
-    series and the stats' acted-on table (``acted_outcomes``).
+    Each table is built from the rows its series reads (grouped by bucket as well), so every row is
+    read once for both. The two heaviest reads, the reviewer runs and the acted-on outcomes, run
+    on connections of their own in worker threads while this one reads the reviews, the findings
+    and the recent reviews: the database works on them at once (SQLite's reader releases the GIL).
     """
     now = now or datetime.now(UTC)
     scope = review_scope(since, repository)
     r = schema.reviews
     with store.connect() as conn:  # opens (and, for an empty store, migrates) before the workers connect
         first, last = conn.execute(select(func.min(r.c.recorded_at), func.max(r.c.recorded_at)).where(scope)).one()
-        buckets = choose_buckets(since or first, max(utc_naive(now), utc_naive(last))) if first else None
+        if first is None:  # nothing in scope: every table empty, no series, no recent review
+            stats = compute_stats(conn, since=since, repository=repository, store=store.shown)
+            return Dashboard(stats=stats, series=None, recent=[], generated_at=now)
+        buckets = choose_buckets(since or first, max(utc_naive(now), utc_naive(last)))
+        series = Series(buckets=buckets)
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="codejury-dashboard") as pool:
-            stats_done = pool.submit(_stats, store, since, repository)
-            acted_done = pool.submit(_acted, store, buckets, scope) if buckets else None
-            series = compute_series(conn, buckets, scope, acted=False) if buckets else None
-            rows = recent_reviews(conn, scope, recent) if recent > 0 else []
-            details = load_details(conn, rows)
-            stats = stats_done.result()
-            if series is not None and acted_done is not None:
-                series.acted, stats.acted_on = acted_done.result()
+            runs_done = pool.submit(on_own_connection, store, token_series, buckets, scope)
+            acted_done = pool.submit(on_own_connection, store, acted_outcomes, buckets, scope)
+            cost_duration = review_series(conn, buckets, scope, series)
+            findings = finding_series(conn, buckets, scope, series)
+            details = load_details(conn, recent_reviews(conn, scope, recent)) if recent > 0 else []
+            series.models, runs = runs_done.result()
+            series.acted, acted_on = acted_done.result()
+        stats = assemble_stats(
+            conn, since=since, repository=repository, store=store.shown, cost_duration=cost_duration,
+            findings=findings, runs=runs, acted_on=acted_on,
+        )  # fmt: skip
     return Dashboard(stats=stats, series=series, recent=details, generated_at=now)
-
-
-def _stats(store: Store, since: datetime | None, repository: str | None) -> Stats:
-    """The tables but acted-on, which ``_acted`` reads with its series (no review in scope: none)."""
-    with store.connect() as conn:
-        return compute_stats(conn, since=since, repository=repository, store=store.shown, with_acted_on=False)
-
-
-def _acted(store: Store, buckets: Buckets, scope: ColumnElement[bool]) -> tuple[list[ActedPoint], ActedOn]:
-    with store.connect() as conn:
-        return acted_outcomes(conn, buckets, scope)
 
 
 def _top_models(series: Series) -> list[str]:

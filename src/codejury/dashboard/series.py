@@ -13,7 +13,9 @@ midnight UTC). ``compute_series(conn, buckets, scope)`` returns, per bucket:
 
 The bucket of a row is computed in SQL from the epoch seconds of ``recorded_at`` (SQLite's
 ``strftime('%s')``, PostgreSQL's ``extract(epoch)``), so one grouped query per measure serves both
-stores.
+stores. Each of those reads (``review_series``, ``finding_series``, ``token_series``,
+``acted_outcomes``) also returns the ``codejury stats`` table built from the same rows, summed over
+the buckets: a dashboard reads every row once for a table and its chart.
 """
 
 from __future__ import annotations
@@ -25,7 +27,23 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import ColumnElement, Connection, Integer, cast, extract, func, select
 
 from codejury.record import schema
-from codejury.record.stats import SEVERITIES, TIER_ORDER, ActedOn, acted_on_table, finding_outcomes, percentile
+from codejury.record.stats import (
+    RUN_KEYS,
+    SEVERITIES,
+    TIER_ORDER,
+    ActedOn,
+    CostDuration,
+    FindingsByReviewer,
+    ReviewerFailures,
+    TokensByModel,
+    acted_on_table,
+    cost_duration_table,
+    finding_outcomes,
+    findings_table,
+    percentile,
+    run_sums,
+    runs_tables,
+)
 
 MAX_BUCKETS = 60
 WIDTHS = (
@@ -143,9 +161,9 @@ def compute_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool
     """Every measure per bucket over the reviews that ``scope`` (a condition on ``reviews``) keeps
     (the acted-on outcome only with ``acted``: ``acted_outcomes`` reads it on its own)."""
     series = Series(buckets=buckets)
-    _reviews(conn, buckets, scope, series)
-    _findings(conn, buckets, scope, series)
-    _tokens(conn, buckets, scope, series)
+    review_series(conn, buckets, scope, series)
+    finding_series(conn, buckets, scope, series)
+    series.models, _ = token_series(conn, buckets, scope)
     if acted:
         series.acted, _ = acted_outcomes(conn, buckets, scope)
     return series
@@ -156,15 +174,17 @@ def _inside(index: object, buckets: Buckets) -> int | None:
     return i if 0 <= i < buckets.count else None
 
 
-def _reviews(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> None:
+def review_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> CostDuration:
+    """Fills ``series``' verdicts and tiers; returns, from the same rows, ``codejury stats``' cost and
+    duration table (every review in scope, whether or not it falls in a bucket)."""
     r = schema.reviews
     n = buckets.count
     values: dict[tuple[str, int], tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
     verdicts: dict[str, list[int]] = defaultdict(lambda: [0] * n)
     query = select(bucket_of(conn, r.c.recorded_at, buckets), r.c.tier, r.c.verdict, r.c.cost_usd, r.c.duration_s)
-    for index, tier, verdict, cost, duration in conn.execute(query.where(scope)):
-        i = _inside(index, buckets)
-        if i is None:
+    rows = conn.execute(query.where(scope)).all()
+    for i, tier, verdict, cost, duration in rows:
+        if i is None or not 0 <= i < n:
             continue
         verdicts[verdict][i] += 1
         costs, durations = values[(tier, i)]
@@ -189,49 +209,58 @@ def _reviews(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], ser
             )
         series.tiers[tier] = points
     series.verdicts = dict(sorted(verdicts.items(), key=lambda item: -sum(item[1])))
+    return cost_duration_table((tier, cost, duration) for _, tier, _, cost, duration in rows)
 
 
-def _findings(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> None:
+def finding_series(
+    conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series
+) -> FindingsByReviewer:
+    """Fills ``series``' severities; returns, from the same grouped rows, the findings-by-reviewer table."""
     r, f = schema.reviews, schema.findings
     index = bucket_of(conn, r.c.recorded_at, buckets).label("bucket")
     query = (
-        select(index, f.c.severity, func.count())
+        select(index, f.c.reviewer, f.c.severity, func.count())
         .select_from(f.join(r, r.c.id == f.c.review_id))
         .where(scope)
-        .group_by(index, f.c.severity)
+        .group_by(index, f.c.reviewer, f.c.severity)
     )
+    rows = conn.execute(query).all()
     counts: dict[str, list[int]] = {s: [0] * buckets.count for s in SEVERITIES}
-    for bucket, severity, n in conn.execute(query):
+    for bucket, _, severity, n in rows:
         i = _inside(bucket, buckets)
         if i is not None:
             counts.setdefault(severity, [0] * buckets.count)[i] += int(n)
     series.severities = counts
+    return findings_table((reviewer, severity, n) for _, reviewer, severity, n in rows)
 
 
-def _tokens(conn: Connection, buckets: Buckets, scope: ColumnElement[bool], series: Series) -> None:
+def token_series(
+    conn: Connection, buckets: Buckets, scope: ColumnElement[bool]
+) -> tuple[dict[str, list[TokenPoint]], tuple[TokensByModel, list[ReviewerFailures]]]:
+    """The tokens per model and bucket (most used model first) and, from the same pass over the
+    reviewer runs, the tokens-by-model and failed-runs-by-reviewer tables."""
     r, runs = schema.reviews, schema.reviewer_runs
     index = bucket_of(conn, r.c.recorded_at, buckets).label("bucket")
     query = (
-        select(
-            index,
-            runs.c.model,
-            func.sum(runs.c.input_tokens),
-            func.sum(runs.c.output_tokens),
-            func.sum(runs.c.cache_read_tokens),
-        )
+        select(index, *run_sums())
         .select_from(runs.join(r, r.c.id == runs.c.review_id))
         .where(scope)
-        .group_by(index, runs.c.model)
+        .group_by(index, *RUN_KEYS)
     )
+    rows = conn.execute(query).all()
     models: dict[str, list[TokenPoint]] = {}
-    for bucket, model, inp, out, cached in conn.execute(query):
+    for bucket, model, _name, _role, _n, _failed, inp, out, cached, _written, _cost in rows:
         i = _inside(bucket, buckets)
         if i is None:
             continue
         points = models.setdefault(model, [TokenPoint() for _ in range(buckets.count)])
-        points[i] = TokenPoint(int(inp or 0), int(out or 0), int(cached or 0))
+        point = points[i]
+        point.input_tokens += int(inp or 0)
+        point.output_tokens += int(out or 0)
+        point.cache_read_tokens += int(cached or 0)
     totals = {m: sum(p.input_tokens + p.output_tokens for p in points) for m, points in models.items()}
-    series.models = {m: models[m] for m in sorted(models, key=lambda m: (-totals[m], m))}
+    ordered = {m: models[m] for m in sorted(models, key=lambda m: (-totals[m], m))}
+    return ordered, runs_tables(row[1:] for row in rows)
 
 
 def acted_outcomes(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> tuple[list[ActedPoint], ActedOn]:

@@ -307,6 +307,7 @@ class _Checker:
         )
         run_usage = RunUsage()
         key = (f"{who}:check", spec)
+        started = time.monotonic()
         try:
             async with asyncio.timeout(CHECK_TIMEOUT_S):
                 result = await agent.run(prompt, usage=run_usage, model_settings=ModelSettings(max_tokens=400))
@@ -315,7 +316,8 @@ class _Checker:
             self.failures[key] = f"{type(exc).__name__}: {str(exc)[:160]}"
             answer = None
         used = usage_from_run(run_usage)
-        used = used.model_copy(update={"cost_usd": round(self.run.prices.cost(spec, used), 6)})
+        took = round(time.monotonic() - started, 3)  # the call's wall time, answered or not
+        used = used.model_copy(update={"cost_usd": round(self.run.prices.cost(spec, used), 6), "duration_s": took})
         self.usage[key] = self.usage.get(key, Usage()) + used
         return answer
 

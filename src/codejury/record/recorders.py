@@ -4,13 +4,14 @@ A recorder is registered through the ``codejury_register_recorders`` hook as
 ``name -> factory(settings) -> Recorder``, where ``settings`` is the recorder's own table
 (``[plugins.NAME]``). The built-in ``jsonl`` recorder appends the run's events, then one
 ``review`` line, to a JSON Lines file. Recording never fails a review: a recorder that cannot
-write keeps the reason in ``write_error`` for the caller to report.
+write keeps the reason in ``write_error`` for the caller to report. Whoever builds recorders closes
+them when its reviews are done (``close_recorders``), so what a recorder still holds is written.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,3 +55,13 @@ def jsonl_recorder(settings: Mapping[str, Any]) -> JsonlRecorder:
     if not isinstance(path, str) or not path.strip():
         raise ConfigError("recorder jsonl: 'path' must name the file to append the review to")
     return JsonlRecorder(Path(path))
+
+
+def close_recorders(recorders: Iterable[Recorder], warn: Callable[[str], None]) -> None:
+    """Close each of ``recorders`` in turn (each flushes what it holds, within its own bound); one that
+    raises is one warning line and the others are still closed."""
+    for recorder in recorders:
+        try:
+            recorder.close()
+        except Exception as exc:  # closing a sink must never fail the review it recorded
+            warn(f"recorder {type(recorder).__name__} could not be closed: {exc}")

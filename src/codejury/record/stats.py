@@ -20,22 +20,24 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, Field
 from sqlalchemy import ColumnElement, Connection, Select, Table, and_, case, distinct, exists, func, select, true
 
 from codejury.errors import InputError
 from codejury.record import schema
-from codejury.record.store import utc_naive
+from codejury.record.store import Store, utc_naive
 
 TIER_ORDER = ("trivial", "lite", "full")
 SEVERITIES = ("critical", "warning", "suggestion")
 DEFAULT_SINCE = "30d"
 ALL = "all"
+P = ParamSpec("P")
+T = TypeVar("T")
 _RELATIVE = re.compile(r"^\s*(\d{1,5})\s*([hdw])\s*$", re.IGNORECASE)
 
 
@@ -204,32 +206,70 @@ def review_scope(since: datetime | None, repository: str | None) -> ColumnElemen
 
 
 def compute_stats(
-    conn: Connection,
-    *,
-    since: datetime | None = None,
-    repository: str | None = None,
-    store: str = "",
-    with_acted_on: bool = True,
+    conn: Connection, *, since: datetime | None = None, repository: str | None = None, store: str = ""
 ) -> Stats:
-    """Every table over the reviews in ``conn``'s store recorded since ``since`` in ``repository``
-    (``with_acted_on=False`` leaves ``acted_on`` empty, for a caller that reads it in one pass with its
-    time series: ``codejury.dashboard.series.acted_outcomes``)."""
+    """Every table over the reviews in ``conn``'s store recorded since ``since`` in ``repository``."""
     scope = review_scope(since, repository)
     children = Children(scope, since is not None or repository is not None)
+    return assemble_stats(
+        conn, since=since, repository=repository, store=store, cost_duration=_cost_duration(conn, scope),
+        findings=_findings(conn, children), runs=_runs(conn, children), acted_on=_acted_on(conn, scope),
+    )  # fmt: skip
+
+
+def on_own_connection(
+    store: Store, read: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """``read(conn, …)`` on a connection of its own (for a worker thread: a dashboard reads its heaviest
+    tables at once, each on its own connection)."""
+    with store.connect() as conn:
+        return read(conn, *args, **kwargs)
+
+
+def _cost_duration(conn: Connection, scope: ColumnElement[bool]) -> CostDuration:
+    r = schema.reviews
+    return cost_duration_table(conn.execute(select(r.c.tier, r.c.cost_usd, r.c.duration_s).where(scope)))
+
+
+def _findings(conn: Connection, children: Children) -> FindingsByReviewer:
+    f = schema.findings
+    query = select(f.c.reviewer, f.c.severity, func.count()).where(children.of(f)).group_by(f.c.reviewer, f.c.severity)
+    return findings_table(conn.execute(query))
+
+
+def _runs(conn: Connection, children: Children) -> tuple[TokensByModel, list[ReviewerFailures]]:
+    runs = schema.reviewer_runs
+    return runs_tables(conn.execute(select(*run_sums()).where(children.of(runs)).group_by(*RUN_KEYS)))
+
+
+def assemble_stats(
+    conn: Connection,
+    *,
+    since: datetime | None,
+    repository: str | None,
+    store: str,
+    cost_duration: CostDuration,
+    findings: FindingsByReviewer,
+    runs: tuple[TokensByModel, list[ReviewerFailures]],
+    acted_on: ActedOn,
+) -> Stats:
+    """``Stats`` from the tables built from grouped rows (``compute_stats``, or a dashboard that reads
+    the same rows per time bucket), completed with the overview and the reliability read here."""
+    scope = review_scope(since, repository)
     overview, glass = _overview(conn, scope)
-    tokens, failures = _runs(conn, children)
+    tokens, failures = runs
     return Stats(
         reviews=overview.reviews,
         since=since,
         repository=repository,
         store=store,
         overview=overview,
-        cost_duration=_cost_duration(conn, scope),
-        findings_by_reviewer=_findings(conn, children),
+        cost_duration=cost_duration,
+        findings_by_reviewer=findings,
         tokens_by_model=tokens,
         break_glass=glass,
         reliability=_reliability(conn, scope, failures, overview.reviews),
-        acted_on=_acted_on(conn, scope) if with_acted_on else ActedOn(),
+        acted_on=acted_on,
     )
 
 
@@ -280,35 +320,35 @@ def _spread(values: list[float]) -> Spread:
     )
 
 
-def _cost_duration(conn: Connection, scope: ColumnElement[bool]) -> CostDuration:
-    """Percentiles over the reviews' values (three narrow columns: 100,000 reviews fetch in ~0.2 s)."""
-    r = schema.reviews
+def cost_duration_table(values: Iterable[tuple[str, float, float]]) -> CostDuration:
+    """Percentiles per tier and overall from every review's (tier, cost, duration)."""
     costs: dict[str, list[float]] = defaultdict(list)
     durations: dict[str, list[float]] = defaultdict(list)
-    for tier, cost, duration in conn.execute(select(r.c.tier, r.c.cost_usd, r.c.duration_s).where(scope)):
+    for tier, cost, duration in values:
         costs[tier].append(cost)
         durations[tier].append(duration)
     order = [t for t in TIER_ORDER if t in costs] + sorted(t for t in costs if t not in TIER_ORDER)
-    costs[ALL] = [c for t in order for c in costs[t]]
-    durations[ALL] = [d for t in order for d in durations[t]]
-    rows = [
-        TierRow(
-            tier=tier,
-            reviews=len(costs[tier]),
-            cost_total_usd=round(math.fsum(costs[tier]), 6),
-            cost_usd=_spread(costs[tier]),
-            duration_s=_spread(durations[tier]),
-        )  # fmt: skip
-        for tier in [*order, ALL]
-    ]
+    rows = [_tier_row(tier, costs[tier], durations[tier]) for tier in order]
+    # Each tier's values are sorted by now: "all" concatenates sorted runs, which sort in linear time.
+    rows.append(_tier_row(ALL, [c for t in order for c in costs[t]], [d for t in order for d in durations[t]]))
     return CostDuration(rows=rows)
 
 
-def _findings(conn: Connection, children: Children) -> FindingsByReviewer:
-    f = schema.findings
-    query = select(f.c.reviewer, f.c.severity, func.count()).where(children.of(f)).group_by(f.c.reviewer, f.c.severity)
+def _tier_row(tier: str, costs: list[float], durations: list[float]) -> TierRow:
+    """The row of ``tier`` (sorts both lists in place)."""
+    return TierRow(
+        tier=tier,
+        reviews=len(costs),
+        cost_total_usd=round(math.fsum(costs), 6),
+        cost_usd=_spread(costs),
+        duration_s=_spread(durations),
+    )
+
+
+def findings_table(counts: Iterable[tuple[str, str, int]]) -> FindingsByReviewer:
+    """Findings per reviewer and severity from (reviewer, severity, count) rows (a pair may repeat)."""
     rows: dict[str, ReviewerSeverityRow] = {}
-    for reviewer, severity, n in conn.execute(query):
+    for reviewer, severity, n in counts:
         row = rows.setdefault(reviewer, ReviewerSeverityRow(reviewer=reviewer))
         if severity in SEVERITIES:
             setattr(row, severity, getattr(row, severity) + int(n))
@@ -317,31 +357,32 @@ def _findings(conn: Connection, children: Children) -> FindingsByReviewer:
     return FindingsByReviewer(rows=ordered)
 
 
-def _runs(conn: Connection, children: Children) -> tuple[TokensByModel, list[ReviewerFailures]]:
-    """Tokens by model and failed runs by reviewer, from one pass over the reviewer runs."""
+RUN_KEYS = (schema.reviewer_runs.c.model, schema.reviewer_runs.c.name, schema.reviewer_runs.c.role)
+
+
+def run_sums() -> tuple[ColumnElement[Any], ...]:
+    """The columns ``runs_tables`` reads, grouped by ``RUN_KEYS``: model, name, role, runs, failed runs,
+    then the sums of input, output, cache-read and cache-write tokens and of cost."""
     runs = schema.reviewer_runs
-    failed = case((runs.c.status == "failed", 1), else_=0)
-    query = (
-        select(
-            runs.c.model,
-            runs.c.name,
-            runs.c.role,
-            func.count(),
-            func.sum(failed),
-            func.sum(runs.c.input_tokens),
-            func.sum(runs.c.output_tokens),
-            func.sum(runs.c.cache_read_tokens),
-            func.sum(runs.c.cache_write_tokens),
-            func.sum(runs.c.cost_usd),
-        )  # fmt: skip
-        .where(children.of(runs))
-        .group_by(runs.c.model, runs.c.name, runs.c.role)
+    return (
+        *RUN_KEYS,
+        func.count(),
+        func.sum(case((runs.c.status == "failed", 1), else_=0)),
+        func.sum(runs.c.input_tokens),
+        func.sum(runs.c.output_tokens),
+        func.sum(runs.c.cache_read_tokens),
+        func.sum(runs.c.cache_write_tokens),
+        func.sum(runs.c.cost_usd),
     )
+
+
+def runs_tables(sums: Iterable[Sequence[Any]]) -> tuple[TokensByModel, list[ReviewerFailures]]:
+    """Tokens by model and failed runs by reviewer from ``run_sums`` rows (a key may repeat)."""
     models: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0.0])
     reviewers: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for model, name, role, n, k, *sums in conn.execute(query):
+    for model, name, role, n, k, *totals in sums:
         into = models[model]
-        for i, value in enumerate((n, *sums)):
+        for i, value in enumerate((n, *totals)):
             into[i] += value or 0
         if role == "reviewer":
             reviewers[name][0] += int(n)

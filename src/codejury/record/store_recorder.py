@@ -6,13 +6,16 @@ worker thread with at most ``MAX_PENDING`` records waiting (the seed's tracker: 
 waits at most ``WAIT_S`` for its own record, and otherwise leaves the reason in ``write_error``,
 which the record stage reports as "not recorded". A record still waiting when ``WAIT_S`` runs out
 stays queued and is written if the store answers later; a record that finds the queue full is
-dropped. The worker is a daemon thread: a process that exits never waits on a dead store.
+dropped. ``close()`` lets the worker finish what is queued, then releases the store; once a record
+went unanswered the store is taken as down and ``close()`` returns at once. The worker is a daemon
+thread: a process that exits never waits on a dead store.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -58,6 +61,8 @@ class StoreRecorder:
         self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=max_pending)
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._unanswered: _Job | None = None
+        """The last record the store did not answer within ``wait_s`` (None: every one was answered)."""
 
     def record(self, review: BaseModel, events: Sequence[Mapping[str, Any]]) -> None:
         self.write_error = None
@@ -74,6 +79,7 @@ class StoreRecorder:
             return
         self._start()
         if not job.done.wait(self.wait_s):
+            self._unanswered = job
             self.write_error = f"{self.sink.shown} did not answer within {self.wait_s:g} s"
         elif job.error is not None:
             self.write_error = job.error
@@ -101,15 +107,27 @@ class StoreRecorder:
         """Records waiting for the store."""
         return self._queue.qsize()
 
-    def close(self, timeout_s: float = WAIT_S) -> None:
-        """Let the worker finish what is queued (at most ``timeout_s``), then release the sink."""
+    @property
+    def store_down(self) -> bool:
+        """True while a record the store did not answer in time is still unwritten."""
+        job = self._unanswered
+        return job is not None and not job.done.is_set()
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Let the worker write what is queued, waiting at most ``timeout_s`` in all, then release the sink.
+
+        By default that is ``wait_s``, or nothing at all while the store is down (``store_down``): the
+        review already said it was not recorded, and exiting must not wait on the store twice."""
+        if timeout_s is None:
+            timeout_s = 0.0 if self.store_down else self.wait_s
         worker = self._worker
         if worker is not None and worker.is_alive():
+            deadline = time.monotonic() + timeout_s
             try:
                 self._queue.put(None, timeout=timeout_s)
             except queue.Full:
                 return
-            worker.join(timeout_s)
+            worker.join(max(0.0, deadline - time.monotonic()))
             if worker.is_alive():
                 return  # still stuck on the store: the daemon thread dies with the process
         self.sink.close()
