@@ -85,6 +85,20 @@ async def test_a_weak_models_unproven_findings_are_limited_per_review_most_sever
     assert review.findings == [] and review.dropped_findings["unproven_over_limit"] == 3
 
 
+async def test_only_the_claims_that_can_be_published_are_checked(tmp_path: Path) -> None:
+    claims = [
+        finding(PATH, 6, "Password hashed with bare sha256", severity="warning", category="crypto", confidence=0.6),
+        finding(PATH, 2, "sqlite3 is not thread-safe here", severity="warning", confidence=0.9),
+    ]
+    scripts = {"security": [Final(claims), holds(True, line=2)], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, **WEAK)
+    [kept] = review.findings
+    assert (kept.title, kept.verified, kept.advisory) == ("sqlite3 is not thread-safe here", True, True)
+    # The review and one check: the less confident claim was left out unchecked.
+    assert resolver.models["security"].calls == 2  # type: ignore[attr-defined]
+    assert review.dropped_findings["unproven_over_limit"] == 1
+
+
 async def test_analyzer_backed_findings_are_never_limited(tmp_path: Path) -> None:
     unproven = finding(PATH, 2, "sqlite3 is not thread-safe here", severity="warning", category="correctness")
     scripts = {"security": [Final([sqli(), unproven])], "coordinator": NO_DECISIONS}

@@ -29,7 +29,7 @@ import asyncio
 import fnmatch
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -40,7 +40,7 @@ from pydantic_ai.usage import RunUsage
 from codejury.agents.prompts import fence
 from codejury.change.types import FileChange, Hunk
 from codejury.evidence import Evidence
-from codejury.findings import Finding, ReviewerReport, Usage
+from codejury.findings import SEVERITY_RANK, Finding, ReviewerReport, Usage
 from codejury.locations import overlaps
 from codejury.models.pricing import usage_from_run
 from codejury.models.profiles import ResolvedModel
@@ -50,6 +50,7 @@ from codejury.runstate import ReviewRun
 
 FAILED = "failed verification"
 REJECTED = "analyzer hit rejected"
+OVER_LIMIT = "unproven_over_limit"
 MAX_CANDIDATES = 12
 """Analyzer hits no reviewer reported that are confirmed per review (most severe first)."""
 CHECK_TIMEOUT_S = 120.0
@@ -143,6 +144,11 @@ async def ground_stage(
     files = {f.path: f for f in run.selection.kept}
     findings = attach_evidence(findings, evidence)
     result = Grounded(findings=[])
+    # Only the weak model's claims that can be published are checked (each check costs a call).
+    weak = {f.id for f in findings if is_weak(run, models, run.selection.models.get(f.reviewer))}
+    findings, over = limit_unproven(findings, run.settings.max_unproven, lambda f: f.id in weak)
+    if over:
+        result.dropped[OVER_LIMIT] = over
     checker = _Checker(run, models)
     hits = sorted(unclaimed(findings, evidence), key=lambda e: (e.path, e.start_line))
     to_check = sum(1 for f in findings if _to_verify(run, models, f, checker))
@@ -195,6 +201,30 @@ def _settled(f: Finding, checker: _Checker) -> bool:
 def _needs_check(run: ReviewRun, models: ReviewModels, f: Finding) -> bool:
     verify = run.settings.verify
     return verify == "all" or (verify == "weak" and is_weak(run, models, run.selection.models.get(f.reviewer)))
+
+
+def limit_unproven(
+    findings: list[Finding], limit: int, unproven: Callable[[Finding], bool]
+) -> tuple[list[Finding], int]:
+    """At most ``limit`` of the findings ``unproven`` picks among those no analyzer backs (a weak model's
+    own claims), the most severe first (a weak critical counts as the warning it will be published
+    as), then those whose check passed, then the most confident, then the first in the change (path,
+    line): a small model rates most of its claims 1.0; and how many were left out.
+
+    Measured on the bundled golden set (71 findings, 7 of them analyzer-backed): the embedded model's own
+    claims were 64 findings with 6 matches, and 2.1 per clean change; keeping one per review doubles
+    precision for one lost match. Findings that rest on an analyzer are never limited.
+    """
+    candidates = [f for f in findings if not f.evidence and unproven(f)]
+    if len(candidates) <= limit:
+        return findings, 0
+    ceiling = SEVERITY_RANK["warning"]
+
+    def rank(f: Finding) -> tuple[int, bool, float, str, int]:
+        return (-min(SEVERITY_RANK.get(f.severity, 0), ceiling), not f.verified, -f.confidence, f.path, f.start_line)
+
+    over = {id(f) for f in sorted(candidates, key=rank)[limit:]}
+    return [f for f in findings if id(f) not in over], len(over)
 
 
 def demote_unproven(f: Finding, weak: bool) -> Finding:

@@ -20,7 +20,7 @@ from codejury.findings import SEVERITY_RANK, Finding, FindingDraft, ReplyVerdict
 from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
-from codejury.judge.grounding import demote_unproven, ground_stage, is_weak
+from codejury.judge.grounding import OVER_LIMIT, demote_unproven, ground_stage, is_weak, limit_unproven
 from codejury.judge.replies import judge_disputes
 from codejury.models.selection import ReviewModels
 from codejury.reviewers.roster import coordinator_prompt
@@ -59,9 +59,10 @@ async def judge_stage(
     judgement.findings = [
         demote_unproven(f, is_weak(run, models, run.selection.models.get(f.reviewer))) for f in judgement.findings
     ]
-    judgement.findings, over = limit_unproven(judgement.findings, run.settings.max_unproven)
+    # Grounding checked only the first max_unproven of them; the coordinator may have re-graded since.
+    judgement.findings, over = limit_unproven(judgement.findings, run.settings.max_unproven, lambda f: f.advisory)
     if over:
-        judgement.dropped["unproven_over_limit"] = judgement.dropped.get("unproven_over_limit", 0) + over
+        judgement.dropped[OVER_LIMIT] = judgement.dropped.get(OVER_LIMIT, 0) + over
     await _disputes(run, ctx, models, judgement)
     judgement.findings.sort(key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line))
     return judgement
@@ -143,22 +144,6 @@ async def _disputes(run: ReviewRun, ctx: ChangeContext, models: ReviewModels, ju
     )
     judgement.replies = replies
     judgement.reports += [_report("coordinator:reply", answered_by(watch, spec), o) for o in outcomes]
-
-
-def limit_unproven(findings: list[Finding], limit: int) -> tuple[list[Finding], int]:
-    """At most ``limit`` advisory findings that no analyzer backs (a weak model's own claims), the most
-    severe first, then those whose check passed, then the most confident; the others' count.
-
-    Measured on the bundled golden set (71 findings, 7 of them analyzer-backed): the embedded model's own
-    claims were 64 findings with 6 matches, and 2.1 per clean change; keeping one per review doubles
-    precision for one lost match. Findings that rest on an analyzer are never limited.
-    """
-    unproven = [f for f in findings if f.advisory and not f.evidence]
-    if len(unproven) <= limit:
-        return findings, 0
-    ranked = sorted(unproven, key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), not f.verified, -f.confidence))
-    over = {id(f) for f in ranked[limit:]}
-    return [f for f in findings if id(f) not in over], len(over)
 
 
 def _report(name: str, model: str, outcome: AgentOutcome) -> ReviewerReport:
