@@ -20,7 +20,7 @@ from codejury.findings import SEVERITY_RANK, Finding, FindingDraft, ReplyVerdict
 from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
-from codejury.judge.grounding import OVER_LIMIT, demote_unproven, ground_stage, is_weak, limit_unproven
+from codejury.judge.grounding import demote_unproven, ground_stage, is_weak
 from codejury.judge.replies import judge_disputes
 from codejury.models.selection import ReviewModels
 from codejury.reviewers.roster import coordinator_prompt
@@ -59,10 +59,6 @@ async def judge_stage(
     judgement.findings = [
         demote_unproven(f, is_weak(run, models, run.selection.models.get(f.reviewer))) for f in judgement.findings
     ]
-    # Grounding checked only the first max_unproven of them; the coordinator may have re-graded since.
-    judgement.findings, over = limit_unproven(judgement.findings, run.settings.max_unproven, lambda f: f.advisory)
-    if over:
-        judgement.dropped[OVER_LIMIT] = judgement.dropped.get(OVER_LIMIT, 0) + over
     await _disputes(run, ctx, models, judgement)
     judgement.findings.sort(key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line))
     return judgement
