@@ -129,6 +129,35 @@ def test_overall_is_micro_averaged_and_counts_a_failed_case() -> None:
     assert doc["baseline"]["overall"] == overall
 
 
+def test_recall_by_context_level_counts_only_comments_that_name_one() -> None:
+    comments = (
+        ExpectedComment(path="a.go", start_line=10, end_line=10, note="n", context="Diff Level"),
+        ExpectedComment(path="a.go", start_line=40, end_line=40, note="n", context="Repo Level"),
+        ExpectedComment(path="a.go", start_line=60, end_line=60, note="n", context="Repo Level"),
+        ExpectedComment(path="a.go", start_line=90, end_line=90, note="n"),  # no context: left out
+    )
+    case = EvalCase(id="one", diff="x.diff", expected=comments)
+    run = CaseRun(
+        case_id="one",
+        verdict="approved_with_comments",
+        findings=[
+            FoundFinding(path="a.go", start_line=61, end_line=61),
+            FoundFinding(path="a.go", start_line=90, end_line=90),
+        ],
+    )
+    overall = overall_json([case], [run])
+    assert overall["by_context"] == {
+        "Diff Level": {"expected": 1, "matched": 0, "recall": 0.0},
+        "Repo Level": {"expected": 2, "matched": 1, "recall": 0.5},
+    }
+    table = render(report_json([case], [run]))
+    assert "## Recall by the context an expected comment needed (location)" in table
+    assert "| Repo Level | 2 | 1 | 0.500 |" in table
+    # A dataset without context levels gets no such section (the golden set).
+    plain = EvalCase(id="two", diff="x.diff", expected=(ExpectedComment(path="a.go", start_line=1, end_line=1),))
+    assert "by_context" not in overall_json([plain], [CaseRun(case_id="two", verdict="approved")])
+
+
 def test_range_overlap_edges_and_containment() -> None:
     expected = [At("a.py", 20, 25)]
     cases = [

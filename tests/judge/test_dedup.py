@@ -70,6 +70,18 @@ def test_different_issues_on_same_lines_kept() -> None:
     assert deduplicate([a, b])[0] == [a, b]
 
 
+def test_different_problems_of_one_function_are_kept_though_their_titles_name_it() -> None:
+    # Three reviewers of one change on the same line: the names of code are not the problem.
+    n_plus_one = f("a", reviewer="performance", category="N+1 pattern", title="N+1 pattern in `overdue_by_manager`")
+    wrong_type = f("b", reviewer="code_quality", category="bug", title="Incorrect return type of `overdue_by_manager`")
+    docs = f("c", reviewer="documentation", category="docs", title="Documentation for overdueByManager()")
+    assert deduplicate([n_plus_one, wrong_type, docs])[0] == [n_plus_one, wrong_type, docs]
+    # The same problem named twice still merges, whatever the names around it.
+    again = f("d", reviewer="code_quality", category="loop", title="N+1 pattern in overdue_by_manager")
+    kept, dropped = deduplicate([n_plus_one, again])
+    assert kept == [n_plus_one] and dropped == [(again, n_plus_one)]
+
+
 def test_nearby_lines_within_slack_merged() -> None:
     a = f("a", start_line=10, end_line=12)
     b = f("b", start_line=12 + LINE_SLACK, end_line=12 + LINE_SLACK)
@@ -116,6 +128,7 @@ def test_helpers() -> None:
     assert normalise_category("SQL_Injection ") == "sql-injection"
     assert normalise_category("n+1 query") == "n-1-query"
     assert title_tokens("The SQL in a query") == ["sql", "query"]
+    assert title_tokens("Missing await in cancelOrder (`orders/service.ts`)") == ["missing", "await"]
     assert titles_similar("Missing null check on user", "missing null-check for user")
     assert not titles_similar("Missing null check", "Slow regular expression")
     assert not titles_similar("the", "a")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codejury.findings import Review
-from codejury.judge.grounding import FAILED, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE
+from codejury.findings import Finding, Review
+from codejury.judge.grounding import FAILED, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE, relocate
 from codejury.testing.scripted import Fail, Final, Raw, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 
@@ -97,6 +97,56 @@ async def test_only_the_claims_that_can_be_published_are_checked(tmp_path: Path)
     # The review and one check: the less confident claim was left out unchecked.
     assert resolver.models["security"].calls == 2  # type: ignore[attr-defined]
     assert review.dropped_findings["unproven_over_limit"] == 1
+
+
+async def test_a_claim_on_a_line_the_change_adds_goes_before_one_on_unchanged_code(tmp_path: Path) -> None:
+    claims = [
+        # Line 6 is unchanged context (check_password predates the change); line 11 is added.
+        finding(PATH, 6, "Password hashed with bare sha256", severity="warning", category="crypto", confidence=1.0),
+        finding(PATH, 11, "fetchone result unchecked", severity="warning", category="bug", confidence=0.6),
+    ]
+    scripts = {"security": [Final(claims)], "coordinator": NO_DECISIONS}
+    review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)
+    assert [(f.start_line, f.title) for f in review.findings] == [(11, "fetchone result unchecked")]
+    assert review.dropped_findings["unproven_over_limit"] == 1
+    # Severity still comes first: a suggestion on an added line does not displace a warning.
+    claims[1] = finding(PATH, 11, "fetchone result unchecked", severity="suggestion", category="bug")
+    review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)
+    assert [f.start_line for f in review.findings] == [6]
+
+
+async def test_a_verified_claim_moves_to_the_line_its_verifier_quoted(tmp_path: Path) -> None:
+    # Claimed at the function's first line; the problem is the query two lines below.
+    claim = finding(PATH, 9, "Query built by string formatting", severity="warning", category="injection")
+    quote = Raw({"quote": "   10 + query = \"SELECT name, hash FROM users WHERE name = '%s'\" % name", "holds": True})
+    review, _ = await review_of(tmp_path, {"security": [Final([claim]), quote], "coordinator": NO_DECISIONS}, **WEAK)
+    [f] = review.findings
+    assert (f.start_line, f.end_line, f.verified) == (10, 10, True)
+
+
+def test_relocation_needs_a_distinctive_quote_of_a_shown_line(tmp_path: Path) -> None:
+    [file] = make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)}).files
+    f = Finding(
+        id="f-1",
+        reviewer="security",
+        category="x",
+        severity="warning",
+        path=PATH,
+        start_line=9,
+        end_line=10,
+        title="t",
+        body="b",
+        confidence=0.9,
+    )
+    moved = relocate(f, file, "return stored == hashlib.sha256(given.encode()).hexdigest()")
+    assert (moved.start_line, moved.end_line) == (6, 7)  # a context line; the span is kept where shown
+    in_range = "query = \"SELECT name, hash FROM users WHERE name = '%s'\" % name"
+    assert relocate(f, file, in_range) == f  # already in the claimed range
+    assert relocate(f, file, "import os") == f  # too short to name a place
+    assert relocate(f, file, "API_KEY = 'somewhere else entirely'") == f  # not in the patch
+    assert relocate(f, None, 'API_KEY = "sk-live-0123456789abcdef"') == f
+    moved = relocate(f, file, '   14 + API_KEY = "sk-live-0123456789abcdef"')
+    assert (moved.start_line, moved.end_line) == (14, 14)  # line 15 is not shown: one line
 
 
 async def test_analyzer_backed_findings_are_never_limited(tmp_path: Path) -> None:

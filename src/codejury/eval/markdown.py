@@ -72,16 +72,8 @@ def render(doc: dict[str, Any], *, title: str = "codejury eval") -> str:
         ]
         for language, s in overall["by_language"].items():
             lines.append(f"| {language} | {s['cases']} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} |")
-    if overall.get("by_category"):
-        lines += [
-            "",
-            "## Recall by expected-comment category (location)",
-            "",
-            "| category | expected | matched | recall |",
-            "|---|---:|---:|---:|",
-        ]
-        for cat, s in overall["by_category"].items():
-            lines.append(f"| {_md(cat, 60)} | {s['expected']} | {s['matched']} | {_cell(s['recall'], 'ratio')} |")
+    lines += _recall_table("expected-comment category", "category", overall.get("by_category"))
+    lines += _recall_table("the context an expected comment needed", "context", overall.get("by_context"))
     lines += [
         "",
         "## Cases",
@@ -105,3 +97,19 @@ def render(doc: dict[str, Any], *, title: str = "codejury eval") -> str:
             place = f"{m['path']}:{m['finding_lines'][0]} vs {m['expected_lines'][0]}-{m['expected_lines'][1]}"
             lines.append(f"| {case_id} | {_md(place, 80)} | {_md(m['finding'])} | {_md(m['expected'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _recall_table(title: str, label: str, rows: dict[str, dict[str, Any]] | None) -> list[str]:
+    """A "recall by …" section (location), or nothing when there are no rows."""
+    if not rows:
+        return []
+    out = [
+        "",
+        f"## Recall by {title} (location)",
+        "",
+        f"| {label} | expected | matched | recall |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, s in rows.items():
+        out.append(f"| {_md(key, 60)} | {s['expected']} | {s['matched']} | {_cell(s['recall'], 'ratio')} |")
+    return out

@@ -12,7 +12,15 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from codejury.eval.dataset import EvalCase, ExpectedComment
-from codejury.eval.scoring import BLOCKING_VERDICTS, CaseScore, category_recall, percentile, prf, score_case
+from codejury.eval.scoring import (
+    BLOCKING_VERDICTS,
+    CaseScore,
+    category_recall,
+    context_recall,
+    percentile,
+    prf,
+    score_case,
+)
 
 
 class FoundFinding(BaseModel):
@@ -48,6 +56,7 @@ def score(case: EvalCase, run: CaseRun) -> CaseScore:
         run.findings,
         case.expected,
         categories=[e.category for e in case.expected],
+        contexts=[e.context for e in case.expected],
         changed_lines={p: set(lines) for p, lines in run.changed_lines.items()},
         known_false_positives=case.known_false_positives,
         accepted=set(map(tuple, run.accepted)) if run.accepted is not None else None,  # type: ignore[arg-type]
@@ -133,6 +142,12 @@ def overall_json(cases: Sequence[EvalCase], runs: Sequence[CaseRun]) -> dict[str
             for cat, (hit, total) in category_recall(scores).items()
         },
     }
+    by_context = context_recall(scores)
+    if by_context:
+        out["by_context"] = {
+            ctx: {"expected": total, "matched": hit, "recall": _ratio(hit, total)}
+            for ctx, (hit, total) in by_context.items()
+        }
     if all(s.judged_matches is not None for s in scores) and scores:
         judged = sum(len(s.judged_matches or []) for s in scores)
         jp, jr, jf = prf(judged, findings, judged, expected)

@@ -70,6 +70,7 @@ class CaseScore:
     on_changed_lines: int
     known_false_positive_hits: int
     expected_categories: list[str] = field(default_factory=list)
+    expected_contexts: list[str | None] = field(default_factory=list)
     judged_matches: list[Match] | None = None
 
     @property
@@ -91,6 +92,7 @@ def score_case(
     expected: Sequence[Located],
     *,
     categories: Sequence[str] = (),
+    contexts: Sequence[str | None] = (),
     changed_lines: Mapping[str, set[int]] | None = None,
     known_false_positives: Sequence[Located] = (),
     accepted: set[tuple[int, int]] | None = None,
@@ -116,6 +118,7 @@ def score_case(
         on_changed_lines=on_changed,
         known_false_positive_hits=kfp,
         expected_categories=list(categories),
+        expected_contexts=list(contexts),
         judged_matches=judged,
     )
 
@@ -131,11 +134,24 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 def category_recall(scores: Iterable[CaseScore]) -> dict[str, tuple[int, int]]:
     """Per expected-comment category: (matched, total) by location."""
+    return _recall_by((s, s.expected_categories) for s in scores)
+
+
+def context_recall(scores: Iterable[CaseScore]) -> dict[str, tuple[int, int]]:
+    """Per expected comment's context ("Diff Level", "File Level", "Repo Level": how much of the
+    repository an engineer needed to write it): (matched, total) by location; comments without one
+    are left out."""
+    return _recall_by((s, s.expected_contexts) for s in scores)
+
+
+def _recall_by(labelled: Iterable[tuple[CaseScore, Sequence[str | None]]]) -> dict[str, tuple[int, int]]:
     out: dict[str, list[int]] = {}
-    for s in scores:
+    for s, labels in labelled:
         hit = {m.expected for m in s.matches}
-        for j, cat in enumerate(s.expected_categories):
-            cell = out.setdefault(cat, [0, 0])
+        for j, label in enumerate(labels):
+            if label is None:
+                continue
+            cell = out.setdefault(label, [0, 0])
             cell[1] += 1
             cell[0] += j in hit
     return {k: (v[0], v[1]) for k, v in sorted(out.items())}

@@ -15,6 +15,8 @@ JACCARD_THRESHOLD = 0.5
 RATIO_THRESHOLD = 0.6
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_CODE_NAME = re.compile(r"`[^`]*`|\b\w*_\w*\b|\b[a-z]+[A-Z]\w*\b|\b\w+\(\)")
+"""Names of code in a title: `quoted`, snake_case, camelCase, call()."""
 _STOPWORDS = frozenset({"a", "an", "the", "in", "on", "of", "to", "for", "is", "and", "or", "with", "at", "by"})
 
 
@@ -24,8 +26,13 @@ def normalise_category(category: str) -> str:
 
 
 def title_tokens(title: str) -> list[str]:
-    """The normalised words of a title, in order, without stop words."""
-    return [t for t in _TOKEN.findall(title.lower()) if t not in _STOPWORDS]
+    """The normalised words of a title, in order, without stop words and names of code.
+
+    Two reviewers name the function they looked at: "N+1 pattern in `overdue_by_manager`" and
+    "Incorrect return type of `overdue_by_manager`" share the name, not the problem (measured on the
+    bundled golden set, the name made them "similar" and the N+1 finding was merged away).
+    """
+    return [t for t in _TOKEN.findall(_CODE_NAME.sub(" ", title).lower()) if t not in _STOPWORDS]
 
 
 def titles_similar(a: str, b: str) -> bool:

@@ -28,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -146,7 +148,8 @@ async def ground_stage(
     result = Grounded(findings=[])
     # Only the weak model's claims that can be published are checked (each check costs a call).
     weak = {f.id for f in findings if is_weak(run, models, run.selection.models.get(f.reviewer))}
-    findings, over = limit_unproven(findings, run.settings.max_unproven, lambda f: f.id in weak)
+    added = {f.path: f.added_lines for f in run.selection.kept}
+    findings, over = limit_unproven(findings, run.settings.max_unproven, lambda f: f.id in weak, added)
     if over:
         result.dropped[OVER_LIMIT] = over
     checker = _Checker(run, models)
@@ -179,12 +182,12 @@ async def _verified(
     """``f`` after its check (verified, or demoted when nothing backs it); None when the check failed it."""
     spec = run.selection.models.get(f.reviewer)
     if spec is not None and _to_verify(run, models, f, checker):
-        holds = await checker.verify(f, file, spec)
+        holds, quote = await checker.verify(f, file, spec)
         if holds is False:
             run.events.emit("finding_dropped", reviewer=f.reviewer, reason=FAILED, path=f.path, line=f.start_line)
             return None
         if holds is True:
-            f = f.model_copy(update={"verified": True})
+            f = relocate(f.model_copy(update={"verified": True}), file, quote)
     return demote_unproven(f, is_weak(run, models, spec))
 
 
@@ -204,27 +207,73 @@ def _needs_check(run: ReviewRun, models: ReviewModels, f: Finding) -> bool:
 
 
 def limit_unproven(
-    findings: list[Finding], limit: int, unproven: Callable[[Finding], bool]
+    findings: list[Finding],
+    limit: int,
+    unproven: Callable[[Finding], bool],
+    added: Mapping[str, AbstractSet[int]] | None = None,
 ) -> tuple[list[Finding], int]:
     """At most ``limit`` of the findings ``unproven`` picks among those no analyzer backs (a weak model's
     own claims), the most severe first (a weak critical counts as the warning it will be published
-    as), then those whose check passed, then the most confident, then the first in the change (path,
-    line): a small model rates most of its claims 1.0; and how many were left out.
+    as), then those on a line the change adds (``added``: per path), then those whose check passed,
+    then the most confident, then the first in the change (path, line): a small model rates most of
+    its claims 1.0; and how many were left out.
 
     Measured on the bundled golden set (71 findings, 7 of them analyzer-backed): the embedded model's own
     claims were 64 findings with 6 matches, and 2.1 per clean change; keeping one per review doubles
-    precision for one lost match. Findings that rest on an analyzer are never limited.
+    precision for one lost match. Every engineer's comment of that set is on or next to an added line,
+    and every published finding that sat on an unchanged line matched nothing. Findings that rest on
+    an analyzer are never limited.
     """
     candidates = [f for f in findings if not f.evidence and unproven(f)]
     if len(candidates) <= limit:
         return findings, 0
     ceiling = SEVERITY_RANK["warning"]
 
-    def rank(f: Finding) -> tuple[int, bool, float, str, int]:
-        return (-min(SEVERITY_RANK.get(f.severity, 0), ceiling), not f.verified, -f.confidence, f.path, f.start_line)
+    def on_change(f: Finding) -> bool:
+        lines = added.get(f.path, frozenset()) if added is not None else None
+        return lines is None or any(n in lines for n in range(f.start_line, f.end_line + 1))
+
+    def rank(f: Finding) -> tuple[int, bool, bool, float, str, int]:
+        severity = -min(SEVERITY_RANK.get(f.severity, 0), ceiling)
+        return (severity, not on_change(f), not f.verified, -f.confidence, f.path, f.start_line)
 
     over = {id(f) for f in sorted(candidates, key=rank)[limit:]}
     return [f for f in findings if id(f) not in over], len(over)
+
+
+_NUMBERED = re.compile(r"^\s*\d+ [+ ] ?(.*)$")
+MIN_QUOTE_CHARS = 8
+"""A quoted line shorter than this (``}``, ``return x``) names no place."""
+
+
+def relocate(f: Finding, file: FileChange | None, quote: str) -> Finding:
+    """``f`` moved to the line its verifier quoted, when that line is shown in the patch and is not
+    already in ``f``'s range (nearest to ``f`` when the quoted text is on several lines); the span is
+    kept when its end is shown too.
+
+    A small model often puts its claim on the function's first line while the problem is a few
+    lines below (the N+1 query of the golden set's dunning report, claimed at the ``def``); the
+    verifier copies the line the claim is about, and a line of code is a fact we can look up.
+    """
+    if file is None:
+        return f
+    wanted = [_quoted_text(q) for q in quote.splitlines()]
+    wanted = [q for q in wanted if len(q) >= MIN_QUOTE_CHARS]
+    if not wanted:
+        return f
+    shown = {ln.new_no: ln.text.strip() for h in file.hunks for ln in h.lines if ln.new_no is not None}
+    found = [n for n, text in shown.items() if text == wanted[0]]
+    if not found or any(f.start_line <= n <= f.end_line for n in found):
+        return f
+    line = min(found, key=lambda n: (abs(n - f.start_line), n))
+    end = line + (f.end_line - f.start_line)
+    return f.model_copy(update={"start_line": line, "end_line": end if end in shown else line})
+
+
+def _quoted_text(line: str) -> str:
+    """A quoted line without the patch's number and marker (models often copy them)."""
+    m = _NUMBERED.match(line)
+    return (m.group(1) if m else line).strip()
 
 
 def demote_unproven(f: Finding, weak: bool) -> Finding:
@@ -252,15 +301,16 @@ class _Checker:
         self.failures: dict[tuple[str, str], str] = {}
         self.overruled: set[str] = set()
 
-    async def verify(self, f: Finding, file: FileChange | None, spec: str) -> bool | None:
-        """True / False from the verifier; None when it could not answer (the finding stays unverified)."""
+    async def verify(self, f: Finding, file: FileChange | None, spec: str) -> tuple[bool | None, str]:
+        """True / False from the verifier and the code it quoted; None when it could not answer (the
+        finding stays unverified)."""
         claim = f"{f.path}:{f.start_line}-{f.end_line} [{f.severity}] {f.title}\n{f.body}"
         prompt = _check_prompt(file, f.start_line, f.end_line, VERIFY_TASK, claim)
         answer = await self._ask("verifier", spec, CHECK_PROMPT, prompt, Check)
         if not isinstance(answer, Check):
-            return None
+            return None, ""
         self.run.events.emit("finding_verified", id=f.id, holds=answer.holds, line=answer.line)
-        return answer.holds
+        return answer.holds, answer.quote
 
     async def confirm(self, hit: Evidence, file: FileChange | None) -> Finding | None:
         """The analyzer hit as a finding when its owner confirms it (or cannot answer); None when rejected."""
