@@ -158,6 +158,29 @@ def test_recall_by_context_level_counts_only_comments_that_name_one() -> None:
     assert "by_context" not in overall_json([plain], [CaseRun(case_id="two", verdict="approved")])
 
 
+def test_findings_are_counted_by_what_backs_them() -> None:
+    case = EvalCase(
+        id="one",
+        diff="x.diff",
+        expected=(
+            ExpectedComment(path="a.py", start_line=10, end_line=10, note="sql"),
+            ExpectedComment(path="a.py", start_line=30, end_line=30, note="n+1"),
+        ),
+    )
+    found = [
+        FoundFinding(path="a.py", start_line=10, end_line=10, evidence=["ruff:S608"]),
+        FoundFinding(path="a.py", start_line=31, end_line=31),  # the model's own claim, at the place
+        FoundFinding(path="a.py", start_line=50, end_line=50),  # the model's own claim, elsewhere
+    ]
+    overall = overall_json([case], [CaseRun(case_id="one", verdict="requested_changes", findings=found)])
+    assert overall["by_backing"] == {
+        "analyzer": {"findings": 1, "matched": 1, "precision": 1.0},
+        "model": {"findings": 2, "matched": 1, "precision": 0.5},
+    }
+    table = render(report_json([case], [CaseRun(case_id="one", verdict="requested_changes", findings=found)]))
+    assert "| an analyzer rule | 1 | 1 | 1.000 |" in table and "| the model alone | 2 | 1 | 0.500 |" in table
+
+
 def test_range_overlap_edges_and_containment() -> None:
     expected = [At("a.py", 20, 25)]
     cases = [

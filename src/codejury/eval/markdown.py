@@ -72,6 +72,7 @@ def render(doc: dict[str, Any], *, title: str = "codejury eval") -> str:
         ]
         for language, s in overall["by_language"].items():
             lines.append(f"| {language} | {s['cases']} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} |")
+    lines += _backing_table(overall.get("by_backing"))
     lines += _recall_table("expected-comment category", "category", overall.get("by_category"))
     lines += _recall_table("the context an expected comment needed", "context", overall.get("by_context"))
     lines += [
@@ -112,4 +113,16 @@ def _recall_table(title: str, label: str, rows: dict[str, dict[str, Any]] | None
     ]
     for key, s in rows.items():
         out.append(f"| {_md(key, 60)} | {s['expected']} | {s['matched']} | {_cell(s['recall'], 'ratio')} |")
+    return out
+
+
+def _backing_table(rows: dict[str, dict[str, Any]] | None) -> list[str]:
+    """Findings backed by an analyzer rule vs the model's own claims, with their location precision."""
+    if not rows or not any(s["findings"] for s in rows.values()):
+        return []
+    out = ["", "## Findings by what backs them (location)", "", "| backed by | findings | matched | precision |"]
+    out.append("|---|---:|---:|---:|")
+    for key, s in rows.items():
+        label = "an analyzer rule" if key == "analyzer" else "the model alone"
+        out.append(f"| {label} | {s['findings']} | {s['matched']} | {_cell(s['precision'], 'ratio')} |")
     return out

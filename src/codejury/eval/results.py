@@ -33,6 +33,8 @@ class FoundFinding(BaseModel):
     title: str = ""
     body: str = ""
     reviewer: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    """The analyzer rules that back it (``ruff:S608``); empty for a model's own claim."""
 
 
 class CaseRun(BaseModel):
@@ -142,6 +144,7 @@ def overall_json(cases: Sequence[EvalCase], runs: Sequence[CaseRun]) -> dict[str
             for cat, (hit, total) in category_recall(scores).items()
         },
     }
+    out["by_backing"] = _by_backing(runs, scores)
     by_context = context_recall(scores)
     if by_context:
         out["by_context"] = {
@@ -185,3 +188,15 @@ def report_json(
             "cases": [case_json(c, r, score(c, r)) for c, r in zip(cases, baseline, strict=True)],
         }
     return doc
+
+
+def _by_backing(runs: Sequence[CaseRun], scores: Sequence[CaseScore]) -> dict[str, dict[str, Any]]:
+    """Findings and their location precision by what backs them: an analyzer's rule, or the model alone."""
+    counts = {"analyzer": [0, 0], "model": [0, 0]}
+    for run, s in zip(runs, scores, strict=True):
+        hit = {m.finding for m in s.matches}
+        for i, f in enumerate(run.findings):
+            cell = counts["analyzer" if f.evidence else "model"]
+            cell[0] += 1
+            cell[1] += i in hit
+    return {k: {"findings": n, "matched": m, "precision": _ratio(m, n)} for k, (n, m) in counts.items()}

@@ -155,6 +155,7 @@ def parse_review(case_id: str, data: Mapping[str, Any], wall_s: float, lines: di
                 title=f.get("title", ""),
                 body=f.get("body", ""),
                 reviewer=f.get("reviewer", ""),
+                evidence=[str(e) for e in f.get("evidence") or []],
             )
             for f in data.get("findings", [])
         ],
