@@ -101,8 +101,8 @@ async def test_only_the_claims_that_can_be_published_are_checked(tmp_path: Path)
 
 async def test_a_claim_on_a_line_the_change_adds_goes_before_one_on_unchanged_code(tmp_path: Path) -> None:
     claims = [
-        # Line 6 is unchanged context (check_password predates the change); line 11 is added.
-        finding(PATH, 6, "Password hashed with bare sha256", severity="warning", category="crypto", confidence=1.0),
+        # Line 5 is unchanged context, and so are 4 and 6 (check_password predates the change); line 11 is added.
+        finding(PATH, 5, "Password hashed with bare sha256", severity="warning", category="crypto", confidence=1.0),
         finding(PATH, 11, "fetchone result unchecked", severity="warning", category="bug", confidence=0.6),
     ]
     scripts = {"security": [Final(claims)], "coordinator": NO_DECISIONS}
@@ -112,7 +112,7 @@ async def test_a_claim_on_a_line_the_change_adds_goes_before_one_on_unchanged_co
     # Severity still comes first: a suggestion on an added line does not displace a warning.
     claims[1] = finding(PATH, 11, "fetchone result unchecked", severity="suggestion", category="bug")
     review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)
-    assert [f.start_line for f in review.findings] == [6]
+    assert [f.start_line for f in review.findings] == [5]
 
 
 async def test_a_verified_claim_moves_to_the_line_its_verifier_quoted(tmp_path: Path) -> None:

@@ -214,7 +214,7 @@ def limit_unproven(
 ) -> tuple[list[Finding], int]:
     """At most ``limit`` of the findings ``unproven`` picks among those no analyzer backs (a weak model's
     own claims), the most severe first (a weak critical counts as the warning it will be published
-    as), then those on a line the change adds (``added``: per path), then those whose check passed,
+    as), then those on or next to a line the change adds (``added``: per path), then those whose check passed,
     then the most confident, then the first in the change (path, line): a small model rates most of
     its claims 1.0; and how many were left out.
 
@@ -231,7 +231,8 @@ def limit_unproven(
 
     def on_change(f: Finding) -> bool:
         lines = added.get(f.path, frozenset()) if added is not None else None
-        return lines is None or any(n in lines for n in range(f.start_line, f.end_line + 1))
+        # One line of slack, as the eval's matching: a claim about a docstring or a line next to an added one counts.
+        return lines is None or any(n in lines for n in range(f.start_line - 1, f.end_line + 2))
 
     def rank(f: Finding) -> tuple[int, bool, bool, float, str, int]:
         severity = -min(SEVERITY_RANK.get(f.severity, 0), ceiling)
