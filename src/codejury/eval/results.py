@@ -139,18 +139,12 @@ def overall_json(cases: Sequence[EvalCase], runs: Sequence[CaseRun]) -> dict[str
         "wall_p90_s": percentile(walls, 90),
         "wall_total_s": round(sum(r.wall_s for r in runs), 2),
         "by_language": _by_language(cases, scores),
-        "by_category": {
-            cat: {"expected": total, "matched": hit, "recall": _ratio(hit, total)}
-            for cat, (hit, total) in category_recall(scores).items()
-        },
+        "by_category": _recall_rows(category_recall(scores)),
+        "by_backing": _by_backing(runs, scores),
     }
-    out["by_backing"] = _by_backing(runs, scores)
     by_context = context_recall(scores)
     if by_context:
-        out["by_context"] = {
-            ctx: {"expected": total, "matched": hit, "recall": _ratio(hit, total)}
-            for ctx, (hit, total) in by_context.items()
-        }
+        out["by_context"] = _recall_rows(by_context)
     if all(s.judged_matches is not None for s in scores) and scores:
         judged = sum(len(s.judged_matches or []) for s in scores)
         jp, jr, jf = prf(judged, findings, judged, expected)
@@ -188,6 +182,12 @@ def report_json(
             "cases": [case_json(c, r, score(c, r)) for c, r in zip(cases, baseline, strict=True)],
         }
     return doc
+
+
+def _recall_rows(counts: dict[str, tuple[int, int]]) -> dict[str, dict[str, Any]]:
+    return {
+        key: {"expected": total, "matched": hit, "recall": _ratio(hit, total)} for key, (hit, total) in counts.items()
+    }
 
 
 def _by_backing(runs: Sequence[CaseRun], scores: Sequence[CaseScore]) -> dict[str, dict[str, Any]]:

@@ -31,7 +31,6 @@ import hashlib
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -210,7 +209,7 @@ def limit_unproven(
     findings: list[Finding],
     limit: int,
     unproven: Callable[[Finding], bool],
-    added: Mapping[str, AbstractSet[int]] | None = None,
+    added: Mapping[str, frozenset[int]],
 ) -> tuple[list[Finding], int]:
     """At most ``limit`` of the findings ``unproven`` picks among those no analyzer backs (a weak model's
     own claims), the most severe first (a weak critical counts as the warning it will be published
@@ -230,9 +229,9 @@ def limit_unproven(
     ceiling = SEVERITY_RANK["warning"]
 
     def on_change(f: Finding) -> bool:
-        lines = added.get(f.path, frozenset()) if added is not None else None
         # One line of slack, as the eval's matching: a claim about a docstring or a line next to an added one counts.
-        return lines is None or any(n in lines for n in range(f.start_line - 1, f.end_line + 2))
+        lines = added.get(f.path, frozenset())
+        return any(n in lines for n in range(f.start_line - 1, f.end_line + 2))
 
     def rank(f: Finding) -> tuple[int, bool, bool, float, str, int]:
         severity = -min(SEVERITY_RANK.get(f.severity, 0), ceiling)
@@ -258,12 +257,11 @@ def relocate(f: Finding, file: FileChange | None, quote: str) -> Finding:
     """
     if file is None:
         return f
-    wanted = [_quoted_text(q) for q in quote.splitlines()]
-    wanted = [q for q in wanted if len(q) >= MIN_QUOTE_CHARS]
-    if not wanted:
+    wanted = next((q for q in map(_quoted_text, quote.splitlines()) if len(q) >= MIN_QUOTE_CHARS), None)
+    if wanted is None:
         return f
     shown = {ln.new_no: ln.text.strip() for h in file.hunks for ln in h.lines if ln.new_no is not None}
-    found = [n for n, text in shown.items() if text == wanted[0]]
+    found = [n for n, text in shown.items() if text == wanted]
     if not found or any(f.start_line <= n <= f.end_line for n in found):
         return f
     line = min(found, key=lambda n: (abs(n - f.start_line), n))
