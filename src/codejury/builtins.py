@@ -146,7 +146,7 @@ def codejury_register_forges(register: Callable[[str, Any], None]) -> None:
 
 @hookimpl
 def codejury_register_analyzers(register: Callable[[str, Any], None]) -> None:
-    """ruff (Python security and bugbear), detect-secrets (every text file) and our ast-grep rule pack."""
+    """ruff, detect-secrets, our ast-grep rule pack, hadolint (Dockerfiles), changelog / AGENTS.md drift checks."""
     from codejury.analyzers import builtin_analyzers
 
     for name, analyzer in builtin_analyzers().items():

@@ -267,7 +267,8 @@ class FileTable(_Table):
         description="SARIF files from tools the team already runs, read as analyzer evidence (as --evidence).",
     )
     analyzers: bool = Field(
-        default=True, description="Run the built-in analyzers (ruff, secrets, the rule pack) on the changed lines."
+        default=True,
+        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, drift) on the changed lines.",
     )
     max_cost_usd: Usd | None = Field(
         default=None,

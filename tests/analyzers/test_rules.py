@@ -77,6 +77,54 @@ CASES = {
         '    $db->query("SELECT * FROM users WHERE id = $id");\n}\n',
         {"php-weak-password-hash": 3, "php-sql-built-from-strings": 4},
     ),
+    "src/dedupe.rs": (
+        "pub fn unique(ids: &[String]) -> Vec<String> {\n"
+        "    let mut out: Vec<String> = Vec::new();\n"
+        "    let mut seen = HashSet::new();\n"
+        "    for id in ids {\n"
+        "        if !out.contains(id) {\n"
+        "            out.push(id.clone());\n"
+        "        }\n"
+        "        if !seen.contains(id) {\n"
+        "            seen.insert(id.clone());\n"
+        "        }\n"
+        "    }\n"
+        "    let n: usize = std::env::args().nth(1).unwrap().parse().unwrap();\n"
+        '    let m = "3".parse::<u32>().unwrap_or(3);\n'
+        "    out\n}\n\n"
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n"
+        '        let n: u32 = "3".parse().unwrap();\n    }\n}\n',
+        {"perf-rust-vec-contains-in-loop": 5, "quality-rust-unwrap-on-parse": 12},
+    ),
+    "src/Feeds.java": (
+        "class Feeds {\n"
+        "  long a(Path p) throws IOException {\n"
+        "    BufferedReader r = Files.newBufferedReader(p);\n"
+        "    return r.lines().count();\n  }\n"
+        "  long b(Path p) throws IOException {\n"
+        "    try (BufferedReader r = Files.newBufferedReader(p)) { return r.lines().count(); }\n  }\n"
+        "  void c(File f) throws IOException {\n"
+        "    FileInputStream in = new FileInputStream(f);\n"
+        "    try { in.read(); } finally { in.close(); }\n  }\n"
+        "  BufferedReader d(Path p) throws IOException {\n"
+        "    BufferedReader r = Files.newBufferedReader(p);\n"
+        "    return r;\n  }\n"
+        "  String e() throws IOException {\n"
+        "    BufferedReader r = new BufferedReader(new InputStreamReader(System.in));\n"
+        "    return r.readLine();\n  }\n}\n",
+        {"quality-java-resource-not-closed": 3},
+    ),
+    "billing/reports.py": (
+        "def by_manager(invoices):\n"
+        "    out = {}\n"
+        "    for invoice in invoices:\n"
+        "        customer = Customer.objects.get(pk=invoice.customer_id)\n"
+        "        manager = AccountManager.objects.get(pk=customer.manager_id)\n"
+        "        out[manager.email] = customer.name\n"
+        "    ids = Customer.objects.filter(active=True)\n"
+        "    return out\n",
+        {"perf-py-query-in-loop": 4},
+    ),
 }
 
 
@@ -85,6 +133,12 @@ async def test_each_language_finds_its_planted_defects_and_nothing_else(tmp_path
     text, expected = CASES[path]
     evidence = await RulePackAnalyzer().analyze(make_change(tmp_path, {path: ("", text)}))
     assert hits(evidence) == {(rule, path, line) for rule, line in expected.items()}
+
+
+async def test_two_queries_on_consecutive_lines_of_a_loop_are_one_hit(tmp_path: Path) -> None:
+    text, _ = CASES["billing/reports.py"]
+    evidence = await RulePackAnalyzer().analyze(make_change(tmp_path, {"billing/reports.py": ("", text)}))
+    assert [(e.start_line, e.end_line) for e in evidence] == [(4, 5)]
 
 
 async def test_defects_on_unchanged_lines_are_not_reported(tmp_path: Path) -> None:

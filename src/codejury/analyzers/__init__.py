@@ -7,7 +7,11 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
 - ``secrets``: detect-secrets on the added lines of every changed text file; a live provider
   key is a critical (``analyzers.secret_scan``);
 - ``rules``: our ast-grep rule pack for classic defects in Python, JavaScript/TypeScript, Go,
-  Java and PHP (``analyzers.rules``, rules in ``analyzers/rules/*.yml``).
+  Java, PHP and Rust (``analyzers.rules``, rules in ``analyzers/rules/*.yml``);
+- ``hadolint``: hadolint's release-breaking rules on changed Dockerfiles (``analyzers.hadolint``);
+- ``drift``: a changelog entry for another version than the manifest's, and AGENTS.md / CLAUDE.md
+  left behind by a new package manager, test runner or required environment variable
+  (``analyzers.drift``).
 
 ``--evidence FILE`` adds SARIF from any other tool (``analyzers.sarif.SarifEvidence``).
 ``collect_evidence`` runs them all at once within a budget (``analyzers.runner``), and
@@ -35,8 +39,16 @@ __all__ = [
 
 def builtin_analyzers() -> dict[str, Analyzer]:
     """The built-in analyzers by registered name, freshly made."""
+    from codejury.analyzers.drift import DriftAnalyzer
+    from codejury.analyzers.hadolint import HadolintAnalyzer
     from codejury.analyzers.ruff import RuffAnalyzer
     from codejury.analyzers.rules import RulePackAnalyzer
     from codejury.analyzers.secret_scan import SecretScanner
 
-    return {"ruff": RuffAnalyzer(), "secrets": SecretScanner(), "rules": RulePackAnalyzer()}
+    return {
+        "ruff": RuffAnalyzer(),
+        "secrets": SecretScanner(),
+        "rules": RulePackAnalyzer(),
+        "hadolint": HadolintAnalyzer(),
+        "drift": DriftAnalyzer(),
+    }

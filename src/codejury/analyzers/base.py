@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +92,15 @@ def head_files(change: ChangeSet, suffixes: Sequence[str] | None = None) -> list
 
 def _with_added_lines(files: Iterable[FileChange]) -> Iterable[FileChange]:
     return (f for f in files if f.status != "deleted" and not f.is_binary and f.additions)
+
+
+def find_program(name: str) -> Path | None:
+    """The program ``name`` installed beside this Python interpreter (a wheel's script), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return beside
+    found = shutil.which(name)
+    return Path(found) if found else None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Which reviewer owns an analyzer's hit: one table, read by the stage that hands candidates out.
 
 ``domain_for(evidence)`` names the built-in reviewer (``security``, ``performance``,
-``code_quality``) that confirms or rejects a hit. The table is ordered: the first row whose
+``code_quality``, ``release``, ``agents_md``) that confirms or rejects a hit. The table is ordered: the first row whose
 analyzer matches and whose rule starts with the row's prefix wins. Rules of the packaged rule
 pack carry their domain in their id (``py-sql-injection`` is security because the pack says so
 in ``RULE_PACK_DOMAINS``); SARIF hits are sorted by the words of their rule id and tags.
@@ -13,7 +13,7 @@ from typing import Final, Literal
 
 from codejury.evidence import Evidence
 
-Domain = Literal["security", "performance", "code_quality"]
+Domain = Literal["security", "performance", "code_quality", "release", "agents_md"]
 
 DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     # (analyzer, rule prefix, reviewer)
@@ -27,6 +27,9 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("rules", "perf-", "performance"),
     ("rules", "quality-", "code_quality"),
     ("rules", "", "security"),
+    ("hadolint", "", "release"),
+    ("drift", "changelog", "release"),
+    ("drift", "agents-md", "agents_md"),
 )
 """(analyzer, rule prefix, reviewer): the first matching row decides."""
 

@@ -2,9 +2,10 @@
 
 The rules are YAML files packaged beside this module (``rules/<language>.yml``, several rules
 per file separated by ``---``): SQL and shell commands built from strings, ``eval``, disabled
-TLS verification, fast digests for passwords, HTML written from values, and a few performance and
-error-handling rules. A rule written for ``javascript`` also runs on TypeScript and TSX.
-Severities: ast-grep ``error`` is critical, ``warning`` a warning, ``info``/``hint`` a
+TLS verification, fast digests for passwords, HTML written from values, and a few performance,
+error-handling and resource rules (Python, JavaScript/TypeScript, Go, Java, PHP, Rust). A rule
+written for ``javascript`` also runs on TypeScript and TSX. Two hits of one rule on touching lines
+are one hit (one problem). Severities: ast-grep ``error`` is critical, ``warning`` a warning, ``info``/``hint`` a
 suggestion. Only hits on added lines are kept.
 
 ast-grep comes from the ``ast-grep-cli`` wheel (its ``ast-grep`` program beside the Python
@@ -14,9 +15,8 @@ interpreter, else on PATH).
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 import tempfile
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -24,12 +24,20 @@ from typing import Any
 
 import yaml
 
-from codejury.analyzers.base import AnalyzerFailed, AnalyzerSkipped, added_lines, head_files, on_changed_lines, run_tool
+from codejury.analyzers.base import (
+    AnalyzerFailed,
+    AnalyzerSkipped,
+    added_lines,
+    find_program,
+    head_files,
+    on_changed_lines,
+    run_tool,
+)
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
 
-SUFFIXES = (".py", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".go", ".java", ".php")
+SUFFIXES = (".py", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".go", ".java", ".php", ".rs")
 """Files the pack has rules for; other changed files are not handed to ast-grep."""
 _ALSO_RUNS_ON = {"javascript": ("typescript", "tsx")}
 _SEVERITY: dict[str, Severity] = {"error": "critical", "warning": "warning", "info": "suggestion", "hint": "suggestion"}
@@ -51,13 +59,17 @@ def load_rules() -> tuple[dict[str, Any], ...]:
     return tuple(rules)
 
 
-def find_ast_grep() -> Path | None:
-    """The ``ast-grep`` program of this Python environment, else the one on PATH."""
-    beside = Path(sys.executable).parent / "ast-grep"
-    if beside.is_file():
-        return beside
-    found = shutil.which("ast-grep")
-    return Path(found) if found else None
+def merge_adjacent(hits: Iterable[Evidence]) -> list[Evidence]:
+    """Hits of one rule on touching lines of one file as one hit: two queries on consecutive lines of a loop
+    are one N+1 problem, and one finding per problem is what a reviewer wants to read."""
+    merged: list[Evidence] = []
+    for hit in sorted(hits, key=lambda e: (e.path, e.rule, e.start_line, e.end_line)):
+        last = merged[-1] if merged else None
+        if last is not None and (last.path, last.rule) == (hit.path, hit.rule) and hit.start_line <= last.end_line + 1:
+            merged[-1] = last.model_copy(update={"end_line": max(last.end_line, hit.end_line)})
+        else:
+            merged.append(hit)
+    return merged
 
 
 class RulePackAnalyzer:
@@ -77,7 +89,7 @@ class RulePackAnalyzer:
         files = head_files(change, SUFFIXES)
         if not files:
             return []
-        binary = self.binary or find_ast_grep()
+        binary = self.binary or find_program("ast-grep")
         if binary is None or not binary.is_file():
             raise AnalyzerSkipped("rules skipped: ast-grep is not installed (pip install ast-grep-cli)")
         with tempfile.TemporaryDirectory(prefix="codejury-rules-") as tmp:
@@ -96,7 +108,7 @@ class RulePackAnalyzer:
             if line.strip():
                 item = self._evidence(line, number, root)
                 evidence.setdefault((item.rule, item.path, item.start_line), item)  # nested matches: one hit
-        return on_changed_lines(evidence.values(), added_lines(change))
+        return on_changed_lines(merge_adjacent(evidence.values()), added_lines(change))
 
     def _evidence(self, line: bytes, number: int, root: Path) -> Evidence:
         try:
