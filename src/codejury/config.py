@@ -110,6 +110,8 @@ class Settings:
     """Samples per reviewer of a weak model; above 1 the findings are voted on."""
     votes_needed: int | None = None
     """Samples that must agree on a finding; None: a majority."""
+    weak_panel: str = _DEFAULT.weak_panel
+    """``single``: a weak model's built-in specialists collapse into one generalist call; ``panel``: one call each."""
     max_unproven: int = _DEFAULT.max_unproven
     """Advisory findings of weak models published per review; the rest are counted as dropped."""
     weak_models: tuple[str, ...] = ()

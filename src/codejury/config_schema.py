@@ -250,6 +250,12 @@ class FileTable(_Table):
     votes_needed: int | None = Field(
         default=None, ge=1, le=9, description="Samples that must report a finding at one place (default: a majority)."
     )
+    weak_panel: Literal["single", "panel"] = Field(
+        default="single",
+        description="How a weak model reviews a lite or full change: single, one call of the generalist reviewer in "
+        "place of the security, performance, code quality, documentation and release reviewers (the AGENTS.md, "
+        "compliance and your own reviewers still run); panel, one call per reviewer.",
+    )
     max_unproven: int = Field(
         default=1,
         ge=0,

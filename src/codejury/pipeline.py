@@ -9,7 +9,7 @@ change they load, and the publishers (stdout, a file, a merge request) and recor
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -22,10 +22,17 @@ from codejury.change.noise import filter_stage
 from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
 from codejury.errors import InputError, ModelSetupError, ReviewFailed
-from codejury.findings import Plan, Review
+from codejury.findings import Plan, Review, Tier
 from codejury.judge.stage import judge_stage
 from codejury.judge.verdict import not_reviewed_stage, verdict_stage
-from codejury.models.selection import ReviewModels, board_for, build_review_models, choose_model, default_resolver
+from codejury.models.selection import (
+    ReviewModels,
+    board_for,
+    build_review_models,
+    choose_model,
+    default_resolver,
+    is_weak_spec,
+)
 from codejury.models.selection import price_table as price_table
 from codejury.planning import plan_stage
 from codejury.plugins import assemble, make_plugin_manager, run_bootstrap, run_configure, run_post_configure
@@ -110,6 +117,7 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
         tier, names = tier_stage(kept, config)
     opts.events.emit("plan", tier=tier, reviewers=names, files=len(kept), skipped=len(skipped))
     models = {n: choose_model(config, n, tier=tier) for n in [*names, "coordinator"]}
+    names, models = fold_for_weak_model(config, tier, names, models, opts)
     selection = Selection(tuple(kept), tuple(skipped), tier, tuple(names), models)
     opts.events.redactor.add(provider_key_values(config.providers, opts.env))
     return ReviewRun(change, config, opts, selection, price_table(config.settings), break_glass)
@@ -122,6 +130,35 @@ async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:
     contributions = run_configure(pm, opts.settings, change)
     config = assemble(opts.settings, contributions, opts.notices)
     return await run_post_configure(pm, config, opts.warn, change)
+
+
+FOLDABLE: frozenset[str] = frozenset({"security", "performance", "code_quality", "documentation", "release"})
+"""Built-in specialists a weak model runs as one generalist call (``weak_panel = "single"``)."""
+
+
+def fold_for_weak_model(
+    config: ReviewConfig, tier: Tier, names: Sequence[str], models: dict[str, str | None], opts: ReviewOptions
+) -> tuple[list[str], dict[str, str | None]]:
+    """The panel with the built-in specialists that run on the generalist's weak model replaced by one generalist call.
+
+    Measured on the embedded model (golden set): each specialist call costs 10 to 28 s, and the model's
+    own claims rarely name an engineer's problem whichever prompt asked for them; what it finds that
+    holds comes from the analyzers, which run either way. ``weak_panel = "panel"`` keeps one call per
+    reviewer. Reviewers a team wrote or changed, the AGENTS.md and compliance reviewers still run.
+    """
+    generalist = "generalist"
+    if config.settings.weak_panel != "single" or generalist not in config.reviewers:
+        return list(names), models
+    spec = choose_model(config, generalist, tier=tier)
+    if not is_weak_spec(config, spec):
+        return list(names), models
+    folded = [n for n in names if n in FOLDABLE and config.reviewers[n].source == "builtin" and models.get(n) == spec]
+    if len(folded) < 2:
+        return list(names), models
+    opts.say(f'{", ".join(folded)} on the weak model {spec}: one generalist call instead (weak_panel = "panel": each)')
+    opts.events.emit("panel_folded", reviewers=folded, into=generalist, model=spec)
+    kept = [generalist, *(n for n in names if n not in folded and n != generalist)]
+    return kept, {**models, generalist: spec}  # the folded ones keep theirs: analyzer hits in their domain use it
 
 
 def break_glass_requested(change: ChangeSet) -> bool:

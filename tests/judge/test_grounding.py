@@ -272,3 +272,19 @@ async def test_a_weak_coordinator_still_judges_findings_no_check_answered(tmp_pa
     review, resolver = await review_of(tmp_path, scripts, **WEAK)
     assert resolver.models["coordinator"].calls == 1  # type: ignore[attr-defined]
     assert review.coordinator.status == "ok"
+
+
+async def test_a_weak_claim_an_analyzer_backs_is_published_in_the_analyzers_words(tmp_path: Path) -> None:
+    # The small model reports the right line for the wrong reason; ruff and the rule pack flag it as SQL
+    # built from input. The hit is the fact: its words are published, and the claim is its confirmation.
+    wrong = finding(PATH, 10, "Missing docstring for find_user", severity="warning", category="documentation")
+    again = finding(PATH, 11, "Unused variable query", severity="suggestion", category="quality")
+    scripts = {"security": [Final([wrong, again])], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, analyzers=True, **WEAK)
+    [f] = [f for f in review.findings if f.start_line == 10]
+    assert "docstring" not in f.title.lower() and "SQL" in f.title
+    assert (f.severity, f.verified, f.advisory) == ("critical", True, False)
+    assert "ruff:S608" in f.evidence and f.category in {"S608", "py-sql-built-from-strings"}
+    assert review.dropped_findings["duplicate"] == 1  # the second claim on the same hit
+    assert resolver.models["security"].calls == 1  # type: ignore[attr-defined]  # no check spent on it
+    assert review.verdict == "requested_changes"

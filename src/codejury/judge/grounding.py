@@ -4,8 +4,9 @@ A small model cannot be trusted to find problems on its own, so proposing and co
 separate (DESIGN.md, "Getting findings right"):
 
 - **Evidence.** Analyzer hits on changed lines (ruff, the secrets scanner, the rule pack, SARIF
-  from ``--evidence``) back the findings at their place (``evidence``: ``analyzer:rule``); a hit
-  no reviewer reported becomes a candidate that the model of the reviewer owning its domain
+  from ``--evidence``) back the findings at their place (``evidence``: ``analyzer:rule``); a weak
+  model's backed finding is published in the hit's words (``in_analyzer_words``); a hit no
+  reviewer reported becomes a candidate that the model of the reviewer owning its domain
   confirms, explaining it in plain words, or rejects.
 - **Verification.** Each finding of a weak model (``verify = "weak"``, the default; ``"all"``
   for every model) is checked by a separate, focused call that sees only the claim and the code
@@ -50,6 +51,7 @@ from codejury.resilience import AgentWatch
 from codejury.runstate import ReviewRun
 
 FAILED = "failed verification"
+DUPLICATE = "duplicate"
 REJECTED = "analyzer hit rejected"
 OVER_LIMIT = "unproven_over_limit"
 MAX_CANDIDATES = 12
@@ -125,6 +127,42 @@ def attach_evidence(findings: Sequence[Finding], evidence: Sequence[Evidence]) -
     return out
 
 
+def in_analyzer_words(
+    findings: Sequence[Finding], evidence: Sequence[Evidence], weak: Callable[[Finding], bool]
+) -> tuple[list[Finding], int]:
+    """A weak model's findings that an analyzer hit backs, said in the analyzer's words, once per hit; and
+    how many were the same hit again.
+
+    The hit is the fact; the small model's text on the same lines is often about something else (measured
+    on the golden set: "pnpm version not specified" backed by the stale-AGENTS.md check on the
+    ``packageManager`` line, "Incorrect docstring for Load" backed by the missing environment variable
+    next to it). Its report there counts as the owning reviewer's confirmation (``verified``), so no
+    second call is spent on it; title, body, severity, lines and category become the hit's (the most
+    severe one it touches).
+    """
+    out: list[Finding] = []
+    seen: set[tuple[str, str, str, int]] = set()
+    twice = 0
+    for f in findings:
+        hits = [e for e in evidence if overlaps(f, e)] if f.evidence and weak(f) else []
+        if not hits:
+            out.append(f)
+            continue
+        hit = min(hits, key=lambda e: (-SEVERITY_RANK.get(e.severity, 0), e.start_line, e.rule))
+        key = (hit.analyzer, hit.rule, hit.path, hit.start_line)
+        if key in seen:
+            twice += 1
+            continue
+        seen.add(key)
+        update = {
+            "title": hit.message.splitlines()[0][:200], "body": hit.message, "severity": hit.severity,
+            "start_line": hit.start_line, "end_line": hit.end_line, "category": hit.rule,
+            "suggestion": hit.fix or f.suggestion, "verified": True,
+        }  # fmt: skip
+        out.append(f.model_copy(update=update))
+    return out, twice
+
+
 def unclaimed(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[Evidence]:
     """Analyzer hits no finding covers, most severe first, one per place, capped."""
     rank = {"critical": 0, "warning": 1, "suggestion": 2}
@@ -147,6 +185,9 @@ async def ground_stage(
     result = Grounded(findings=[])
     # Only the weak model's claims that can be published are checked (each check costs a call).
     weak = {f.id for f in findings if is_weak(run, models, run.selection.models.get(f.reviewer))}
+    findings, twice = in_analyzer_words(findings, evidence, lambda f: f.id in weak)
+    if twice:
+        result.dropped[DUPLICATE] = result.dropped.get(DUPLICATE, 0) + twice
     added = {f.path: f.added_lines for f in run.selection.kept}
     findings, over = limit_unproven(findings, run.settings.max_unproven, lambda f: f.id in weak, added)
     if over:

@@ -10,6 +10,7 @@ hands one agent run its own view of a model: the run's deadline and heartbeat in
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -66,6 +67,18 @@ def choose_model(config: ReviewConfig, name: str, *, tier: Tier) -> str | None:
     parse_model_string(spec)  # a malformed model string is a configuration error, reported here
     chain = model_chain(config, spec)
     return chain[0] if chain else None
+
+
+def is_weak_spec(config: ReviewConfig, spec: str | None) -> bool:
+    """Whether ``spec`` is weak, known before any model is built: an embedded (``local`` kind) model, a provider
+    whose profile says weak, or a ``weak_models`` glob. The same answer as the built model's profile gives."""
+    if spec is None:
+        return False
+    name, _ = parse_model_string(spec)
+    provider = config.providers.get(name)
+    if provider is not None and (provider.kind == "local" or (provider.profile is not None and provider.profile.weak)):
+        return True
+    return any(fnmatch.fnmatchcase(spec, glob) for glob in config.settings.weak_models)
 
 
 def price_table(settings: Settings) -> PriceTable:
