@@ -189,7 +189,7 @@ def test_every_scalar_key_reaches_the_settings() -> None:
     table: dict[str, object] = {}
     for key in SCALAR_KEYS:
         default = FileTable.model_fields[key].default
-        other = {"fail_on": "never", "verify": "all", "votes_needed": 1}
+        other = {"fail_on": "never", "verify": "all", "votes_needed": 1, "weak_panel": "panel"}
         table[key] = (not default) if isinstance(default, bool) else other[key] if key in other else default + 1
     settings = merge_file_table(Settings(), table, "x.toml")
     assert {key: getattr(settings, key) for key in SCALAR_KEYS} == table
