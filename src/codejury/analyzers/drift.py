@@ -122,6 +122,13 @@ class _Tree:
             directory = posixpath.dirname(directory)
 
 
+def _drift(rule: str, path: str, start: int, end: int, message: str) -> Evidence:
+    """One drift hit: every one is a warning the owning reviewer confirms."""
+    return Evidence(
+        analyzer="drift", rule=rule, path=path, start_line=start, end_line=end, severity="warning", message=message
+    )
+
+
 def _added(file: FileChange) -> Iterator[tuple[int, str]]:
     for hunk in file.hunks:
         for line in hunk.lines:
@@ -172,10 +179,9 @@ def changelog_mismatches(files: list[FileChange], tree: _Tree) -> Iterator[Evide
         line, entry = min(headings)  # the newest entry is the first one
         manifest_path, version = manifest
         if entry != version:
-            yield Evidence(
-                analyzer="drift", rule="changelog-version-mismatch", path=file.path, start_line=line, end_line=line,
-                severity="warning",
-                message=(
+            yield _drift(
+                "changelog-version-mismatch", file.path, line, line,
+                (
                     f"The new changelog entry is for version {entry}, but {manifest_path} now sets the version "
                     f"to {version}: users and release tooling read different versions for this release. "
                     f"Make the entry and the manifest agree."
@@ -219,10 +225,9 @@ def stale_tooling(files: list[FileChange], tree: _Tree) -> Iterator[Evidence]:
                     stale.append((no, f"the tests now run with {runner}, but {doc_path} still names {names}"))
         if stale:
             first = min(no for no, _ in stale)
-            yield Evidence(
-                analyzer="drift", rule="agents-md-stale-tooling", path=file.path, start_line=first,
-                end_line=max(no for no, _ in stale), severity="warning",
-                message=(
+            yield _drift(
+                "agents-md-stale-tooling", file.path, first, max(no for no, _ in stale),
+                (
                     f"{'; '.join(text for _, text in stale)}. Agents (and people) following {doc_path} will run the "
                     f"old tools: update it in this change."
                 ),
@@ -249,10 +254,9 @@ def missing_env_vars(files: list[FileChange], tree: _Tree) -> Iterator[Evidence]
                 if found is None or name in found[1] or not _ENV_WORDS.search(found[1]):
                     continue
                 seen.add(name)
-                yield Evidence(
-                    analyzer="drift", rule="agents-md-env-var", path=file.path, start_line=no, end_line=no,
-                    severity="warning",
-                    message=(
+                yield _drift(
+                    "agents-md-env-var", file.path, no, no,
+                    (
                         f"The code now requires the environment variable {name} (it fails when it is unset), but "
                         f"{found[0]} does not mention it: an agent or a new contributor following it cannot run "
                         f"this. Document {name} (what it is, an example value) in {found[0]}."

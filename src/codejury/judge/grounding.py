@@ -27,7 +27,6 @@ the file's whole patch when it is small, so a model that caches only its last pr
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import hashlib
 import re
 import time
@@ -46,7 +45,7 @@ from codejury.findings import SEVERITY_RANK, Finding, ReviewerReport, Usage
 from codejury.locations import overlaps
 from codejury.models.pricing import usage_from_run
 from codejury.models.profiles import ResolvedModel
-from codejury.models.selection import ReviewModels, choose_model
+from codejury.models.selection import ReviewModels, choose_model, is_weak_spec
 from codejury.resilience import AgentWatch
 from codejury.runstate import ReviewRun
 
@@ -115,7 +114,7 @@ def is_weak(run: ReviewRun, models: ReviewModels, spec: str | None) -> bool:
     if spec is None:
         return False
     profile = models.profiles.get(spec)
-    return bool(profile and profile.weak) or any(fnmatch.fnmatchcase(spec, g) for g in run.settings.weak_models)
+    return bool(profile and profile.weak) or is_weak_spec(run.config, spec)
 
 
 def attach_evidence(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[Finding]:
