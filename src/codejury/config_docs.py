@@ -43,7 +43,11 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("CODEJURY_GITHUB_TOKEN", "GitHub token for `--url` / `--publish` on a pull request (read before GITHUB_TOKEN)."),
     ("GITHUB_TOKEN", "GitHub token when CODEJURY_GITHUB_TOKEN is not set (a workflow's own token)."),
     ("CODEJURY_GITHUB_BOT_LOGIN", "The bot's login when CODEJURY_GITHUB_TOKEN belongs to another user."),
-    ("CODEJURY_CACHE_DIR", "Where the embedded model is assembled and cached (default: the user cache dir)."),
+    (
+        "CODEJURY_CACHE_DIR",
+        "Where the embedded model is assembled and cached, with its saved system prompts (`prompts/`) and the"
+        " repository index (default: the user cache dir).",
+    ),
     ("CODEJURY_LOCAL_CTX", "Context window of the embedded model, at least 512 (default 8192)."),
     ("CODEJURY_INGEST_TOKEN", "Bearer token sent to a review service's ingest endpoint (`record.url = https://…`)."),
     (

@@ -58,3 +58,19 @@ async def test_a_strong_model_or_specialists_on_different_models_are_not_folded(
     mixed = {**ONE_MODEL, "security": "scripted:security"}
     result, _, _ = await run_review(change, {"one": [Final([])] * 3}, settings=cfg(mixed, weak_models=WEAK))
     assert panel_names(result) == ["generalist", "security"]  # security keeps its own model; the rest fold
+
+
+async def test_the_one_reviewer_of_a_model_reads_its_focus_before_the_change(tmp_path: Path) -> None:
+    # The embedded model caches prompt prefixes: the focus of a reviewer that is alone on its model goes
+    # with the shared rules (reused by the next review); several reviewers share the change instead.
+    change = make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)})
+    weak = cfg(ONE_MODEL, weak_models=WEAK)
+    _, resolver, _ = await run_review(change, {"one": [Final([])]}, settings=weak, tools=False)
+    [alone] = [p for p in resolver.models["one"].prompts if "Numbered patches" in p]
+    assert alone.index("# Your task") < alone.index("You are the only reviewer") < alone.index("Numbered patches")
+    assert alone.rstrip().endswith('{"notes": "...", "findings": [...]}.')  # the answer format still comes last
+    panel = cfg(ONE_MODEL, weak_models=WEAK, weak_panel="panel")
+    _, resolver, _ = await run_review(change, {"one": [Final([])] * 4}, settings=panel, tools=False)
+    shared = [p for p in resolver.models["one"].prompts if "Numbered patches" in p]
+    assert len(shared) == 4 and all(p.index("Numbered patches") < p.index("# Your task") for p in shared)
+    assert len({p.split("# Your task")[0] for p in shared}) == 1  # one prefix for the four reviewers

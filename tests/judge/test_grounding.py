@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codejury.findings import Finding, Review
-from codejury.judge.grounding import FAILED, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE, relocate
+from codejury.judge.grounding import FAILED, OFF_CHANGE, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE, relocate
 from codejury.testing.scripted import Fail, Final, Raw, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 
@@ -99,20 +99,21 @@ async def test_only_the_claims_that_can_be_published_are_checked(tmp_path: Path)
     assert review.dropped_findings["unproven_over_limit"] == 1
 
 
-async def test_a_claim_on_a_line_the_change_adds_goes_before_one_on_unchanged_code(tmp_path: Path) -> None:
+async def test_a_weak_claim_on_unchanged_code_is_dropped_unchecked_and_counted(tmp_path: Path) -> None:
     claims = [
         # Line 5 is unchanged context, and so are 4 and 6 (check_password predates the change); line 11 is added.
         finding(PATH, 5, "Password hashed with bare sha256", severity="warning", category="crypto", confidence=1.0),
-        finding(PATH, 11, "fetchone result unchecked", severity="warning", category="bug", confidence=0.6),
+        finding(PATH, 11, "fetchone result unchecked", severity="suggestion", category="bug", confidence=0.6),
     ]
-    scripts = {"security": [Final(claims)], "coordinator": NO_DECISIONS}
-    review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)
+    scripts = {"security": [Final(claims), holds(True, line=11)], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, **WEAK)
+    # The more severe claim is about code the change did not touch: it is dropped before any check.
     assert [(f.start_line, f.title) for f in review.findings] == [(11, "fetchone result unchecked")]
-    assert review.dropped_findings["unproven_over_limit"] == 1
-    # Severity still comes first: a suggestion on an added line does not displace a warning.
-    claims[1] = finding(PATH, 11, "fetchone result unchecked", severity="suggestion", category="bug")
-    review, _ = await review_of(tmp_path, scripts, verify="off", **WEAK)
-    assert [f.start_line for f in review.findings] == [5]
+    assert review.dropped_findings == {OFF_CHANGE: 1}
+    assert resolver.models["security"].calls == 2  # the review and one check, for the claim that stays
+    # A strong model's claim there is the coordinator's to judge, not dropped unseen.
+    review, _ = await review_of(tmp_path, scripts | {"security": [Final(claims)]}, verify="off")
+    assert sorted(f.start_line for f in review.findings) == [5, 11]
 
 
 async def test_a_verified_claim_moves_to_the_line_its_verifier_quoted(tmp_path: Path) -> None:

@@ -67,6 +67,8 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
 
     async def run_one(name: str) -> AgentOutcome:
         spec = run.selection.models[name]
+        # Alone on its model: no other reviewer's prompt shares this change, the next review shares its focus.
+        alone = sum(1 for other in names if run.selection.models.get(other) == spec) == 1
         if spec is None:
             say(f"{name} skipped: every model in its failback chain is disabled")
             return AgentOutcome(None, Usage(), error="every model in its failback chain is disabled")
@@ -88,6 +90,7 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
                     events=run.events,
                     deadline=deadline,
                     model_settings=voting.sample_settings(i),
+                    focus_first=samples == 1 and alone,
                 )
 
             samples = run.settings.votes if is_weak(run, models, spec) else 1

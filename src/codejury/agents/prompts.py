@@ -201,19 +201,27 @@ def inline_change(context: str, patches: Sequence[tuple[str, str]], *, budget_ch
     return "\n\n".join(out) + "\n", cut
 
 
-def inline_task(reviewer_prompt: str, *, noted: bool = False) -> str:
-    """The reviewer's own focus, placed last so the shared prefix is reused across reviewers."""
+def inline_answer(*, noted: bool = False) -> str:
+    """How an inline reviewer answers: the last words of its prompt."""
     if noted:
-        answer = (
+        return (
             "First write short notes on the problems you see on '+' lines (file, line, what is wrong), then "
             "at most three findings, the most important first, one per real problem, with path, start_line "
             "(the number printed before the '+'), title, "
             'body, category, severity, confidence. Answer with JSON: {"notes": "...", "findings": [...]}.'
         )
-    else:
-        answer = (
-            'Answer with JSON only: {"findings": [...]}. Each finding: category, severity, path, start_line, '
-            "end_line, title, body, confidence. Use the NEW-side line numbers printed in the patches. Report "
-            "only real problems on changed lines; an empty list is fine."
-        )
-    return "\n# Your task\n" + reviewer_prompt.strip() + "\n\n" + answer + "\n"
+    return (
+        'Answer with JSON only: {"findings": [...]}. Each finding: category, severity, path, start_line, '
+        "end_line, title, body, confidence. Use the NEW-side line numbers printed in the patches. Report "
+        "only real problems on changed lines; an empty list is fine."
+    )
+
+
+def focus_section(reviewer_prompt: str) -> str:
+    """The reviewer's own focus, as a section of its instructions."""
+    return "# Your task\n" + reviewer_prompt.strip()
+
+
+def inline_task(reviewer_prompt: str, *, noted: bool = False) -> str:
+    """The reviewer's own focus, placed last so the shared prefix is reused across reviewers."""
+    return "\n" + focus_section(reviewer_prompt) + "\n\n" + inline_answer(noted=noted) + "\n"

@@ -111,12 +111,15 @@ async def run_agent(
     events: EventLog,
     deadline: float | None = None,
     model_settings: ModelSettings | None = None,
+    focus_first: bool = False,
 ) -> AgentOutcome:
     """Run one agent over the change and return its validated output or a one-line error.
 
     ``deadline`` (monotonic) is the latest this run may end: the caller's (the overall fan-out's),
     tightened here by ``limits.timeout_s``; tool calls never run past it. ``model`` should carry the
     same deadline in its ``AgentWatch`` (``ReviewModels.for_agent``) so no retry starts too late.
+    ``focus_first``: a model without tools gets ``task_prompt`` in its instructions, before the change,
+    instead of after it (for the only reviewer of its model in a review).
     """
     run_usage = RunUsage()
     cut: list[str] = []
@@ -140,6 +143,7 @@ async def run_agent(
                 deadline,
                 name,
                 model_settings,
+                focus_first,
             )
         error = None
     except TimeoutError:
@@ -177,6 +181,7 @@ async def _run(
     deadline: float,
     name: str = "agent",
     model_settings: ModelSettings | None = None,
+    focus_first: bool = False,
 ) -> OutputT:
     profile = model.profile
     usage_limits = UsageLimits(
@@ -203,9 +208,12 @@ async def _run(
         )
         user = prompts.tool_task(ctx.files, title=ctx.title) + extra_user_text
     else:
-        # Models that cache only their last prompt: [shared rules][this change][this agent's focus].
+        # Models that cache only their last prompt: [shared rules][this change][this agent's focus],
+        # or, for the one reviewer of its model in this review, [shared rules + focus][this change]:
+        # no other reviewer shares the change, and the next review reuses the whole instructions.
         budget = max(2_000, (profile.context_window - profile.max_output_tokens - 1_200) * 3)
-        static = prompts.static_prompt(ctx.shared_rules, ctx.sections, "")
+        focus = prompts.focus_section(task_prompt) if focus_first else ""
+        static = prompts.static_prompt(ctx.shared_rules, ctx.sections, focus)
         change, left_out = prompts.inline_change(ctx.shared_context, ctx.patches, budget_chars=budget - len(static))
         cut.extend(left_out)
         noted = output_type is ReviewerOutput
@@ -217,7 +225,11 @@ async def _run(
         inline_agent: Agent[None, BaseModel] = Agent(
             name=name, output_type=NativeOutput(inline_type), system_prompt=static, retries=1
         )
-        user = change + related + prompts.inline_task(task_prompt, noted=noted) + extra_user_text
+        if focus_first:
+            task = "\n" + prompts.inline_answer(noted=noted) + "\n"
+        else:
+            task = prompts.inline_task(task_prompt, noted=noted)
+        user = change + related + task + extra_user_text
         inline = await inline_agent.run(
             user,
             model=model.model,

@@ -2,7 +2,8 @@
 
 One in-process llama.cpp server per model file, with one slot: it keeps the KV cache of the
 last prompt, so a reviewer whose prompt starts like the previous one only pays for what
-follows the common prefix. Its own log lines are switched off at load.
+follows the common prefix; the first call of a process starts from the saved state of its
+system prompt (``prefix_cache``). Its own log lines are switched off at load.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from codejury.errors import ModelSetupError
+from codejury.models.prefix_cache import PrefixStore, model_key, prefix_cache_dir
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.weights import ensure_model_file
 
@@ -62,6 +64,7 @@ class ChatServer(Protocol):
 # Keyed by id(); the entry keeps its server alive, so an id is never reused for another server.
 _LOCKS: dict[int, tuple[ChatServer, threading.Lock]] = {}
 _SERVERS: dict[tuple[str, int], ChatServer] = {}
+_PREFIXES: dict[int, PrefixStore] = {}  # keyed by id() of a server _SERVERS keeps alive
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -97,6 +100,7 @@ class LocalLlamaModel(Model):
     ) -> None:
         self._server = server
         self._lock = _lock_for(server)
+        self._prefixes = _PREFIXES.get(id(server))
         self._model_name = model_name
         self._max_output_tokens = max_output_tokens
         profile = ModelProfile(
@@ -186,6 +190,8 @@ class LocalLlamaModel(Model):
         """Run one blocking generation under the model's lock (called in a worker thread)."""
         with self._lock:
             start = time.perf_counter()
+            if self._prefixes is not None:
+                self._prefixes.prime(chat)
             raw = self._server.handle_chat_completions({"messages": chat, **kwargs})
             seconds = time.perf_counter() - start
         if not isinstance(raw, Mapping) or "error" in raw or not raw.get("choices"):
@@ -376,10 +382,17 @@ def _shared_server(runtime: Any, path: Path, n_ctx: int) -> ChatServer:
         params.warmup = False  # an empty warm-up decode costs seconds and saves nothing here
         # xllamacpp also listens on a loopback port; a key nobody knows keeps other local users out
         # (calls made through the Python API do not go through that listener).
-        params.api_keys = [secrets.token_urlsafe(32)]
+        api_key = secrets.token_urlsafe(32)
+        params.api_keys = [api_key]
+        prefixes = prefix_cache_dir()
+        if prefixes is not None:
+            params.slot_save_path = f"{prefixes}{os.sep}"  # llama.cpp joins it to a file name as is
         try:
-            server: ChatServer = runtime.Server(params)
+            loaded: Any = runtime.Server(params)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelSetupError(f"llama.cpp could not load {path}: not a usable GGUF model ({exc})") from exc
+        server: ChatServer = loaded
         _SERVERS[key] = server
+        if prefixes is not None:
+            _PREFIXES[id(server)] = PrefixStore(loaded, prefixes, model_key(path, n_ctx), api_key)
         return server

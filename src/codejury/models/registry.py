@@ -16,20 +16,20 @@ import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from anthropic import AsyncAnthropic
-from openai import AsyncOpenAI
 from pydantic_ai.models import Model
-from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.openai import OpenAIProvider
-from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 
 from codejury.errors import ModelSetupError
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.providers import NO_KEY_PLACEHOLDER, ProviderSpec
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+# The provider SDKs (openai, anthropic) are imported when a model of theirs is built: together about
+# two seconds of start-up that a review on the embedded model would otherwise pay every time.
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -169,8 +169,9 @@ async def close_cached_models() -> None:
     models = list(_CACHE.values())
     _CACHE.clear()
     for resolved in models:
-        client = getattr(resolved.model, "client", None)
-        if isinstance(client, AsyncOpenAI | AsyncAnthropic):
+        client: Any = getattr(resolved.model, "client", None)
+        # An openai or anthropic client (the SDKs are imported only when such a model is built).
+        if client is not None and type(client).__module__.split(".")[0] in ("openai", "anthropic"):
             await client.close()
 
 
@@ -214,20 +215,32 @@ def _capped(request: ModelRequest) -> ModelSettings:
 
 def _openai_client(request: ModelRequest) -> AsyncOpenAI:
     """The SDK client: no SDK retries (ours own them), our timeout."""
+    from openai import AsyncOpenAI
+
     return AsyncOpenAI(api_key=request.api_key, base_url=request.base_url, max_retries=0, timeout=request.timeout_s)
 
 
 def _build_openai(request: ModelRequest) -> ResolvedModel:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     provider = OpenAIProvider(openai_client=_openai_client(request))
     return _resolved(request, OpenAIChatModel(request.model_name, provider=provider))
 
 
 def _build_openai_compatible(request: ModelRequest) -> ResolvedModel:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
     compatible = OpenAICompatibleProvider(request.provider.name, openai_client=_openai_client(request))
     return _resolved(request, OpenAIChatModel(request.model_name, provider=compatible, settings=_capped(request)))
 
 
 def _build_anthropic(request: ModelRequest) -> ResolvedModel:
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
     client = AsyncAnthropic(
         api_key=request.api_key, base_url=request.base_url, max_retries=0, timeout=request.timeout_s
     )

@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-import anthropic
 import httpx2
-import openai
 from pydantic_ai.exceptions import (
     ContentFilterError,
     ModelAPIError,
@@ -57,6 +56,14 @@ from pydantic_ai.exceptions import (
 )
 
 from codejury.errors import CodejuryError
+
+
+class APIStatusError(Protocol):
+    """What this module reads of an SDK's (openai, anthropic) HTTP status error."""
+
+    status_code: int
+    body: object
+
 
 ErrorKind = Literal["retryable", "quota", "fatal", "truncated"]
 
@@ -187,13 +194,14 @@ def _classify_one(err: BaseException) -> tuple[ErrorKind, str] | None:
             return "retryable", "malformed response from the server"
         first = err.message.splitlines()[0][:120] if err.message else type(err).__name__
         return "fatal", f"invalid output after repair: {first}"
-    if isinstance(err, openai.APIStatusError | anthropic.APIStatusError):
-        return _by_status(err.status_code, _sdk_codes(err), overloaded=False)
-    if isinstance(err, openai.APITimeoutError | anthropic.APITimeoutError | httpx2.TimeoutException):
+    if isinstance(err, _sdk_errors("APIStatusError")):
+        sdk_error: APIStatusError = err  # type: ignore[assignment]  # narrowed by the check above
+        return _by_status(sdk_error.status_code, _sdk_codes(sdk_error), overloaded=False)
+    if isinstance(err, (*_sdk_errors("APITimeoutError"), httpx2.TimeoutException)):
         return "retryable", "timed out"
-    if isinstance(err, openai.APIConnectionError | anthropic.APIConnectionError):
+    if isinstance(err, _sdk_errors("APIConnectionError")):
         return "retryable", "connection failed or dropped"
-    if isinstance(err, openai.APIResponseValidationError | anthropic.APIResponseValidationError):
+    if isinstance(err, _sdk_errors("APIResponseValidationError")):
         return "retryable", "malformed response from the server"
     if isinstance(err, httpx2.HTTPStatusError):
         return _by_status(err.response.status_code, "", overloaded=False)
@@ -269,7 +277,16 @@ def _codes(err: ModelAPIError) -> str:
     return " ".join(parts).lower()
 
 
-def _sdk_codes(err: openai.APIStatusError | anthropic.APIStatusError) -> str:
+def _sdk_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The error class ``name`` of each provider SDK this process has imported.
+
+    The SDKs are imported only when a cloud model is built (about a second each at start-up, paid by
+    every embedded-model review otherwise); an SDK that was never imported raised nothing.
+    """
+    return tuple(getattr(sdk, name) for sdk in map(sys.modules.get, ("openai", "anthropic")) if sdk is not None)
+
+
+def _sdk_codes(err: APIStatusError) -> str:
     parts = [str(getattr(err, "code", "") or ""), str(getattr(err, "type", "") or ""), _body_message(err.body)]
     return " ".join(parts).lower()
 
@@ -312,8 +329,9 @@ def _retry_after(exc: BaseException) -> float | None:
 def _response_headers(err: BaseException) -> Mapping[str, str] | None:
     if isinstance(err, ModelHTTPError):
         return err.headers
-    if isinstance(err, openai.APIStatusError | anthropic.APIStatusError | httpx2.HTTPStatusError):
-        return {k.lower(): v for k, v in err.response.headers.items()}
+    if isinstance(err, (*_sdk_errors("APIStatusError"), httpx2.HTTPStatusError)):
+        headers: Mapping[str, str] = err.response.headers  # type: ignore[attr-defined]  # both kinds carry it
+        return {k.lower(): v for k, v in headers.items()}
     return None
 
 
