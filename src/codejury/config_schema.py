@@ -274,7 +274,8 @@ class FileTable(_Table):
     )
     analyzers: bool = Field(
         default=True,
-        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, drift) on the changed lines.",
+        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift)"
+        " on the changed lines.",
     )
     max_cost_usd: Usd | None = Field(
         default=None,

@@ -165,6 +165,15 @@ def test_a_refused_slot_action_only_means_the_prompt_is_computed(servers: list[F
     call(server, store, RULES)
     assert store.outcome is None and list(tmp_path.glob("*")) == []
 
+    def busy(prompt: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("slot busy")
+
+    broken, _ = process(servers, tmp_path)
+    broken.handle_chat_completions = busy  # type: ignore[method-assign]
+    store = PrefixStore(broken, tmp_path, "model-a", KEY)
+    store.prime(RULES)  # the system-only call failed: nothing raised here (the real call will say why)
+    assert store.outcome is None and list(tmp_path.glob("*")) == []
+
 
 def test_at_most_max_files_are_kept_the_least_recently_used_go_first(servers: list[FakeLlama], tmp_path: Path) -> None:
     server, first = process(servers, tmp_path)

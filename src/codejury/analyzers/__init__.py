@@ -11,7 +11,9 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
 - ``hadolint``: hadolint's release-breaking rules on changed Dockerfiles (``analyzers.hadolint``);
 - ``drift``: a changelog entry for another version than the manifest's, and AGENTS.md / CLAUDE.md
   left behind by a new package manager, test runner or required environment variable
-  (``analyzers.drift``).
+  (``analyzers.drift``);
+- ``team_rules``: code a rule in ``.codejury/rules/*.md`` forbids by name ("never call
+  `http.Get`") on an added line (``analyzers.team_rules``).
 
 ``--evidence FILE`` adds SARIF from any other tool (``analyzers.sarif.SarifEvidence``).
 ``collect_evidence`` runs them all at once within a budget (``analyzers.runner``), and
@@ -44,6 +46,7 @@ def builtin_analyzers() -> dict[str, Analyzer]:
     from codejury.analyzers.ruff import RuffAnalyzer
     from codejury.analyzers.rules import RulePackAnalyzer
     from codejury.analyzers.secret_scan import SecretScanner
+    from codejury.analyzers.team_rules import TeamRulesAnalyzer
 
     return {
         "ruff": RuffAnalyzer(),
@@ -51,4 +54,5 @@ def builtin_analyzers() -> dict[str, Analyzer]:
         "rules": RulePackAnalyzer(),
         "hadolint": HadolintAnalyzer(),
         "drift": DriftAnalyzer(),
+        "team_rules": TeamRulesAnalyzer(),
     }

@@ -1,10 +1,11 @@
 """Which reviewer owns an analyzer's hit: one table, read by the stage that hands candidates out.
 
 ``domain_for(evidence)`` names the built-in reviewer (``security``, ``performance``,
-``code_quality``, ``release``, ``agents_md``) that confirms or rejects a hit. The table is ordered: the first row whose
-analyzer matches and whose rule starts with the row's prefix wins. Rules of the packaged rule
-pack carry their domain in their id (``py-sql-injection`` is security because the pack says so
-in ``RULE_PACK_DOMAINS``); SARIF hits are sorted by the words of their rule id and tags.
+``code_quality``, ``release``, ``agents_md``, ``compliance``) that confirms or rejects a hit.
+The table is ordered: the first row whose analyzer matches and whose rule starts with the row's
+prefix wins. Rules of the packaged rule pack carry their domain in their id (``py-sql-injection``
+is security because the pack says so in ``RULE_PACK_DOMAINS``); SARIF hits are sorted by the
+words of their rule id and tags.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Final, Literal
 
 from codejury.evidence import Evidence
 
-Domain = Literal["security", "performance", "code_quality", "release", "agents_md"]
+Domain = Literal["security", "performance", "code_quality", "release", "agents_md", "compliance"]
 
 DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     # (analyzer, rule prefix, reviewer)
@@ -30,6 +31,7 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("hadolint", "", "release"),
     ("drift", "changelog", "release"),
     ("drift", "agents-md", "agents_md"),
+    ("team_rules", "", "compliance"),
 )
 """(analyzer, rule prefix, reviewer): the first matching row decides."""
 

@@ -96,9 +96,12 @@ class PrefixStore:
                 return
             path.unlink(missing_ok=True)  # unreadable to this build: computed and saved again below
         # Only the system prompt: the real call that follows reuses it from the slot, so nothing is paid twice.
-        done = self._server.handle_chat_completions(
-            {"messages": [chat[0]], "max_tokens": 1, "temperature": 0.0, "cache_prompt": True}
-        )
+        try:
+            done = self._server.handle_chat_completions(
+                {"messages": [chat[0]], "max_tokens": 1, "temperature": 0.0, "cache_prompt": True}
+            )
+        except Exception:  # noqa: BLE001 (the real call that follows reports what is wrong)
+            return
         if not isinstance(done, dict) or "error" in done:
             return
         partial = f"{name}.{os.getpid()}.tmp"
