@@ -18,7 +18,6 @@ code in backticks is left to the compliance reviewer.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -124,7 +123,6 @@ def _hits(file: FileChange, forbidden: list[Forbidden]) -> Iterator[Evidence]:
         for number, text in _added(file):
             if _COMMENT_ONLY.match(text) or not rule.pattern.search(text):
                 continue
-            name = posixpath.basename(rule.rule_file)
             yield Evidence(
                 analyzer="team_rules",
                 rule="forbidden-code",
@@ -132,9 +130,9 @@ def _hits(file: FileChange, forbidden: list[Forbidden]) -> Iterator[Evidence]:
                 start_line=number,
                 end_line=number,
                 severity="warning",
-                message=(
-                    f"`{rule.code}` is used here, and the team rule in {rule.rule_file} forbids it: "
-                    f'"{rule.sentence}" Follow the rule ({name}) or change the rule in its own change.'
+                message=(  # the first line is the title when no model rewrites it
+                    f"`{rule.code}` is used here, which the team rule in {rule.rule_file} forbids\n"
+                    f'The rule says: "{rule.sentence}" Follow it, or change the rule in a change of its own.'
                 ),
             )
             break  # one hit per rule and file: the first use; the reviewer reads the rest
