@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from codejury.models.prefix_cache import MAX_FILES, PrefixStore
-from codejury.models.weights import default_models_dir
+from codejury.models.weights import default_models_dir, ensure_model_file
 
 KEY = "secret-key"
 RULES = [{"role": "system", "content": "Rules for every reviewer."}, {"role": "user", "content": "the change"}]
@@ -191,7 +191,8 @@ def test_real_embedded_model_restores_the_system_prompt_in_the_next_process(tmp_
     """Two processes, one cache: the second starts from the first one's saved system prompt."""
     pytest.importorskip("xllamacpp")
     (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "models").symlink_to(default_models_dir())  # the assembled weights, not a copy
+    ensure_model_file(progress=False)  # assembled where every other test finds it, then shared, not copied
+    (tmp_path / "cache" / "models").symlink_to(default_models_dir())
     code = textwrap.dedent(
         """
         import asyncio
