@@ -76,6 +76,7 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
             say(f"{name} started ({spec})")
             deadline = agent_deadline(run, name, outer)
             model, watches[name] = agent_model(run, models, name, spec, deadline)
+            samples = run.settings.votes if is_weak(run, models, spec) else 1
 
             async def sample(i: int) -> AgentOutcome:
                 return await run_agent(
@@ -93,7 +94,6 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
                     focus_first=samples == 1 and alone,
                 )
 
-            samples = run.settings.votes if is_weak(run, models, spec) else 1
             if samples > 1:
                 outcome, lost[name] = await voting.voted(sample, samples, run.settings.votes_needed or samples // 2 + 1)
             else:
