@@ -18,7 +18,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -56,6 +56,14 @@ class Analyzer(Protocol):
 def added_lines(change: ChangeSet) -> dict[str, frozenset[int]]:
     """New-side numbers of the added lines of every file that still exists, by path."""
     return {f.path: f.added_lines for f in change.files if f.status != "deleted" and not f.is_binary and f.hunks}
+
+
+def added_text(file: FileChange) -> Iterator[tuple[int, str]]:
+    """The added lines of ``file``: new-side number and text."""
+    for hunk in file.hunks:
+        for line in hunk.lines:
+            if line.kind == "+" and line.new_no:
+                yield line.new_no, line.text
 
 
 def on_changed_lines(evidence: Iterable[Evidence], changed: Mapping[str, frozenset[int]]) -> list[Evidence]:

@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from codejury.analyzers.base import MAX_ANALYZED_FILE_BYTES, AnalyzerSkipped
+from codejury.analyzers.base import MAX_ANALYZED_FILE_BYTES, AnalyzerSkipped, added_text
 from codejury.change.types import BaseReader, ChangeSet, FileChange
 from codejury.evidence import Evidence
 
@@ -129,13 +129,6 @@ def _drift(rule: str, path: str, start: int, end: int, message: str) -> Evidence
     )
 
 
-def _added(file: FileChange) -> Iterator[tuple[int, str]]:
-    for hunk in file.hunks:
-        for line in hunk.lines:
-            if line.kind == "+" and line.new_no:
-                yield line.new_no, line.text
-
-
 def _removed_text(file: FileChange) -> str:
     return "\n".join(line.text for hunk in file.hunks for line in hunk.lines if line.kind == "-")
 
@@ -165,7 +158,7 @@ def changelog_mismatches(files: list[FileChange], tree: _Tree) -> Iterator[Evide
             continue
         text = tree.read(file.path)
         version = _manifest_version(name, text) if text is not None else None
-        if version and any((m := pattern.match(line)) and m.group(1) == version for _, line in _added(file)):
+        if version and any((m := pattern.match(line)) and m.group(1) == version for _, line in added_text(file)):
             bumped[posixpath.dirname(file.path)] = (file.path, version)
     for file in files:
         if PurePosixPath(file.path).name.lower() not in CHANGELOG_NAMES:
@@ -173,7 +166,7 @@ def changelog_mismatches(files: list[FileChange], tree: _Tree) -> Iterator[Evide
         manifest = bumped.get(posixpath.dirname(file.path))
         if manifest is None:
             continue
-        headings = [(no, m.group(1)) for no, line in _added(file) if (m := _VERSION_HEADING.match(line))]
+        headings = [(no, m.group(1)) for no, line in added_text(file) if (m := _VERSION_HEADING.match(line))]
         if not headings:
             continue
         line, entry = min(headings)  # the newest entry is the first one
@@ -210,7 +203,7 @@ def stale_tooling(files: list[FileChange], tree: _Tree) -> Iterator[Evidence]:
             continue
         doc_path, doc = found
         stale: list[tuple[int, str]] = []
-        for no, line in _added(file):
+        for no, line in added_text(file):
             manager = _declared_manager(line)
             if manager:
                 told = [name for name, how in PACKAGE_MANAGERS.items() if name != manager and how.search(doc)]
@@ -239,7 +232,7 @@ def missing_env_vars(files: list[FileChange], tree: _Tree) -> Iterator[Evidence]
     for file in files:
         if not file.path.endswith(_CODE_SUFFIXES):
             continue
-        added = list(_added(file))
+        added = list(added_text(file))
         before = tree.before(file)
         for index, (no, line) in enumerate(added):
             for match in _ENV_READ.finditer(line):

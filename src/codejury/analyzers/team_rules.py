@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codejury.analyzers.base import AnalyzerSkipped
+from codejury.analyzers.base import AnalyzerSkipped, added_text
 from codejury.change.types import BaseReader, ChangeSet, FileChange
 from codejury.evidence import Evidence
 
@@ -120,7 +120,7 @@ def _hits(file: FileChange, forbidden: list[Forbidden]) -> Iterator[Evidence]:
     for rule in forbidden:
         if any(file.path.startswith(prefix) for prefix in rule.exempt):
             continue
-        for number, text in _added(file):
+        for number, text in added_text(file):
             if _COMMENT_ONLY.match(text) or not rule.pattern.search(text):
                 continue
             yield Evidence(
@@ -136,10 +136,3 @@ def _hits(file: FileChange, forbidden: list[Forbidden]) -> Iterator[Evidence]:
                 ),
             )
             break  # one hit per rule and file: the first use; the reviewer reads the rest
-
-
-def _added(file: FileChange) -> Iterator[tuple[int, str]]:
-    for hunk in file.hunks:
-        for line in hunk.lines:
-            if line.kind == "+" and line.new_no is not None:
-                yield line.new_no, line.text

@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-import platformdirs
+from codejury.models.weights import cache_root
 
 MAX_FILES = 16
 """Saved system prompts kept (each 10 to 20 MB for the embedded model)."""
@@ -43,8 +43,7 @@ class PrefixServer(Protocol):
 
 def prefix_cache_dir() -> Path | None:
     """``$CODEJURY_CACHE_DIR/prompts`` (else under the user cache), created private; None when it cannot be."""
-    root = os.environ.get("CODEJURY_CACHE_DIR") or platformdirs.user_cache_dir("codejury")
-    directory = Path(root) / "prompts"
+    directory = cache_root() / "prompts"
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:

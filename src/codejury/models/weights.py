@@ -38,10 +38,14 @@ DEFAULT_WEIGHTS = WeightsSpec(
 )
 
 
+def cache_root() -> Path:
+    """codejury's cache: ``$CODEJURY_CACHE_DIR``, else the user cache directory (platformdirs)."""
+    return Path(os.environ.get("CODEJURY_CACHE_DIR") or platformdirs.user_cache_dir("codejury"))
+
+
 def default_models_dir() -> Path:
     """The directory the assembled model lives in: ``$CODEJURY_CACHE_DIR/models`` or the user cache."""
-    root = os.environ.get("CODEJURY_CACHE_DIR") or platformdirs.user_cache_dir("codejury")
-    return Path(root) / "models"
+    return cache_root() / "models"
 
 
 def locate_parts(dist_names: Sequence[str] = DEFAULT_WEIGHTS.dist_names) -> list[Path]:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_cache_path
+from codejury.models.weights import cache_root
 
 CACHE_VERSION = 1
 KEEP_COMMITS = 8
@@ -35,8 +35,7 @@ _MAX_CACHE_JSON = 64 * 1024 * 1024
 
 def default_cache_dir() -> Path:
     """``$CODEJURY_CACHE_DIR/repoindex/v1``, else under the user's cache directory (platformdirs)."""
-    base = os.environ.get("CODEJURY_CACHE_DIR")
-    return (Path(base) if base else user_cache_path("codejury")) / "repoindex" / f"v{CACHE_VERSION}"
+    return cache_root() / "repoindex" / f"v{CACHE_VERSION}"
 
 
 def blob_id(data: bytes) -> str:
