@@ -146,7 +146,7 @@ def codejury_register_forges(register: Callable[[str, Any], None]) -> None:
 
 @hookimpl
 def codejury_register_analyzers(register: Callable[[str, Any], None]) -> None:
-    """ruff, detect-secrets, our ast-grep rule pack, hadolint (Dockerfiles), changelog / AGENTS.md drift checks."""
+    """ruff, detect-secrets, our ast-grep rule pack, hadolint, drift checks, team rules, hygiene (unused imports)."""
     from codejury.analyzers import builtin_analyzers
 
     for name, analyzer in builtin_analyzers().items():

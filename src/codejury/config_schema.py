@@ -274,7 +274,7 @@ class FileTable(_Table):
     )
     analyzers: bool = Field(
         default=True,
-        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift)"
+        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift, hygiene)"
         " on the changed lines.",
     )
     max_cost_usd: Usd | None = Field(

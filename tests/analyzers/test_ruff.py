@@ -38,6 +38,14 @@ async def test_the_repository_ruff_config_cannot_switch_rules_off(tmp_path: Path
     assert ("S324", "q.py", 2) in hits(await RuffAnalyzer().analyze(change))
 
 
+async def test_an_added_unused_import_is_a_hit_except_in_a_package_init(tmp_path: Path) -> None:
+    body = "import os\nimport json\n\n\ndef f():\n    return json.dumps({})\n"
+    change = make_change(tmp_path, {"app/util.py": ("", body), "app/__init__.py": ("", "from app.util import f\n")})
+    found = hits(await RuffAnalyzer().analyze(change))
+    assert ("F401", "app/util.py", 1) in found
+    assert not any(path == "app/__init__.py" for _, path, _ in found), "a package re-exports what it imports"
+
+
 async def test_a_missing_binary_is_a_skip(tmp_path: Path) -> None:
     change = make_change(tmp_path, {"q.py": ("", "x = 1\n")})
     with pytest.raises(AnalyzerSkipped, match="ruff skipped: not installed"):

@@ -56,6 +56,56 @@ CASES = {
         "export function show(el: HTMLElement, q: string): void {\n  el.innerHTML = q;\n}\n",
         {"js-html-from-input": 2},
     ),
+    "src/if.js": (
+        "export function pick(node, index) {\n"
+        "  var anchor = node;\n"
+        "  let n = parseInt(index, 10);\n"
+        "  if (isNaN(n)) return null;\n"
+        '  const kind = n > 1 ? "many" : n === 1 ? "one" : "none";\n'
+        '  const mode = node.yolo || false ? "yolo" : "default";\n'
+        '  console.log("token", node.token);\n'
+        '  console.log("ok", node.tokenCount, `${node.name}`);\n'
+        "  return Number.isNaN(n) ? null : kind + mode;\n}\n",
+        {
+            "quality-js-var-declaration": 2,
+            "quality-js-global-isnan": 4,
+            "quality-js-nested-ternary": 5,
+            "quality-js-boolean-literal-in-ternary-condition": 6,
+            "js-secret-written-to-log": 7,
+        },
+    ),
+    "src/merge.ts": (
+        "export function merge(extra?: string[] | undefined, other?: string[]): string[] {\n"
+        "  const out = (extra as unknown as string[]) ?? [];\n"
+        "  const data = JSON.parse(raw) as any;\n"
+        "  const seen: Record<string, unknown> = {};\n"
+        "  return out;\n}\n",
+        {
+            "quality-ts-optional-parameter-or-undefined": 1,
+            "quality-ts-double-cast": 2,
+            "quality-ts-explicit-any": 3,
+        },
+    ),
+    "src/merge.test.ts": (  # fakes in tests are built with `any` and double casts
+        "const config = {} as unknown as Config;\nconst tool: any = makeTool();\n",
+        {},
+    ),
+    "internal/swap.go": (
+        "package swap\n\nfunc f(token *Token, err error) error {\n"
+        '\tlog.Printf("sending token: %s", token.Token)\n'
+        '\tlog.Printf("used %d tokens", tokenCount)\n'
+        "\tif err == fs.ErrNotExist {\n\t\treturn nil\n\t}\n"
+        "\tif errors.Is(err, fs.ErrNotExist) || err != nil {\n\t\treturn err\n\t}\n"
+        '\treturn fmt.Errorf("bad token %s", token.Token)\n}\n',
+        {"go-secret-written-to-log": 4, "quality-go-error-compared-with-eq": 6},
+    ),
+    "app/auth.py": (
+        "def login(user, password):\n"
+        '    logger.info("login %s with %s", user, password)\n'
+        '    print(f"user {user.name}")\n'
+        '    logging.debug("tokens used: %d", token_count)\n',
+        {"py-secret-written-to-log": 2},
+    ),
     "internal/api.go": (
         "package api\n\nfunc f(db *sql.DB, name string, r *http.Request) {\n"
         "\tq := fmt.Sprintf(\"SELECT id FROM users WHERE name = '%s'\", name)\n"

@@ -2,7 +2,7 @@
 
 Built in (each registered through the ``codejury_register_analyzers`` hook, see ``builtins``):
 
-- ``ruff``: ruff's security (``S``), bugbear (``B``) and a few precise error rules on changed
+- ``ruff``: ruff's security (``S``), bugbear (``B``), unused imports and a few precise error rules on changed
   Python files (``analyzers.ruff``);
 - ``secrets``: detect-secrets on the added lines of every changed text file; a live provider
   key is a critical (``analyzers.secret_scan``);
@@ -13,7 +13,9 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
   left behind by a new package manager, test runner or required environment variable
   (``analyzers.drift``);
 - ``team_rules``: code a rule in ``.codejury/rules/*.md`` forbids by name ("never call
-  `http.Get`") on an added line (``analyzers.team_rules``).
+  `http.Get`") on an added line (``analyzers.team_rules``);
+- ``hygiene``: an added JavaScript/TypeScript/Java import nothing uses, a file left without its
+  final newline (``analyzers.hygiene``).
 
 ``--evidence FILE`` adds SARIF from any other tool (``analyzers.sarif.SarifEvidence``).
 ``collect_evidence`` runs them all at once within a budget (``analyzers.runner``), and
@@ -43,6 +45,7 @@ def builtin_analyzers() -> dict[str, Analyzer]:
     """The built-in analyzers by registered name, freshly made."""
     from codejury.analyzers.drift import DriftAnalyzer
     from codejury.analyzers.hadolint import HadolintAnalyzer
+    from codejury.analyzers.hygiene import HygieneAnalyzer
     from codejury.analyzers.ruff import RuffAnalyzer
     from codejury.analyzers.rules import RulePackAnalyzer
     from codejury.analyzers.secret_scan import SecretScanner
@@ -55,4 +58,5 @@ def builtin_analyzers() -> dict[str, Analyzer]:
         "hadolint": HadolintAnalyzer(),
         "drift": DriftAnalyzer(),
         "team_rules": TeamRulesAnalyzer(),
+        "hygiene": HygieneAnalyzer(),
     }

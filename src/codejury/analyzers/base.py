@@ -98,6 +98,19 @@ def head_files(change: ChangeSet, suffixes: Sequence[str] | None = None) -> list
     return found
 
 
+def read_head_text(root: Path, path: str) -> str | None:
+    """The text of ``path`` under ``root``; None when it leaves the root, is not a file, is over the size cap
+    or cannot be read."""
+    base = root.resolve()
+    target = (base / path).resolve()
+    try:
+        if not target.is_relative_to(base) or not target.is_file() or target.stat().st_size > MAX_ANALYZED_FILE_BYTES:
+            return None
+        return target.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def _with_added_lines(files: Iterable[FileChange]) -> Iterable[FileChange]:
     return (f for f in files if f.status != "deleted" and not f.is_binary and f.additions)
 

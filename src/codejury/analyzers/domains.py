@@ -23,7 +23,7 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("ruff", "ASYNC", "performance"),  # blocking calls inside async code
     ("ruff", "PERF", "performance"),
     ("ruff", "B019", "performance"),  # lru_cache on a method keeps every instance alive
-    ("ruff", "", "code_quality"),  # bugbear B, pyflakes F, pylint errors PLE, RUF006
+    ("ruff", "", "code_quality"),  # bugbear B, pyflakes F (unused imports too), pylint errors PLE, RUF006
     ("secrets", "", "security"),
     ("rules", "perf-", "performance"),
     ("rules", "quality-", "code_quality"),
@@ -32,6 +32,7 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("drift", "changelog", "release"),
     ("drift", "agents-md", "agents_md"),
     ("team_rules", "", "compliance"),
+    ("hygiene", "", "code_quality"),
 )
 """(analyzer, rule prefix, reviewer): the first matching row decides."""
 

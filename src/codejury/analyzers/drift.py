@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from codejury.analyzers.base import MAX_ANALYZED_FILE_BYTES, AnalyzerSkipped, added_text
+from codejury.analyzers.base import MAX_ANALYZED_FILE_BYTES, AnalyzerSkipped, added_text, read_head_text
 from codejury.change.types import BaseReader, ChangeSet, FileChange
 from codejury.evidence import Evidence
 
@@ -90,12 +90,7 @@ class _Tree:
         self.base = base
 
     def read(self, path: str) -> str | None:
-        target = (self.root / path).resolve()
-        if not target.is_relative_to(self.root) or not target.is_file():
-            return None
-        if target.stat().st_size > MAX_ANALYZED_FILE_BYTES:
-            return None
-        return target.read_text(encoding="utf-8", errors="replace")
+        return read_head_text(self.root, path)
 
     def before(self, file: FileChange) -> str:
         """The file's base-side text when the base can be read, else its removed lines."""

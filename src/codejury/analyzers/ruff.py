@@ -20,8 +20,10 @@ from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
 
-SELECT = ("S", "B", "F821", "F822", "F823", "F632", "F50", "PLE", "ASYNC", "RUF006")
-"""Security (bandit), bugbear, undefined names, broken format strings, pylint errors, async misuse."""
+SELECT = ("S", "B", "F401", "F821", "F822", "F823", "F632", "F50", "PLE", "ASYNC", "RUF006")
+"""Security (bandit), bugbear, unused imports, undefined names, broken format strings, pylint errors, async misuse."""
+PER_FILE_IGNORES = "__init__.py:F401"
+"""A package's ``__init__.py`` imports to re-export."""
 IGNORE = (
     "S101",  # assert: everywhere in tests
     "S110", "S112",  # try/except/pass|continue: style
@@ -81,7 +83,8 @@ class RuffAnalyzer:
             raise AnalyzerSkipped("ruff skipped: not installed (pip install ruff)")
         argv: list[str | Path] = [
             binary, "check", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json",
-            "--select", ",".join(SELECT), "--ignore", ",".join(IGNORE), "--", *files,
+            "--select", ",".join(SELECT), "--ignore", ",".join(IGNORE), "--per-file-ignores", PER_FILE_IGNORES,
+            "--", *files,
         ]  # fmt: skip
         run = await run_tool(argv, cwd=change.root, name="ruff", timeout_s=self.timeout_s)
         if run.returncode != 0:

@@ -2,11 +2,13 @@
 
 The rules are YAML files packaged beside this module (``rules/<language>.yml``, several rules
 per file separated by ``---``): SQL and shell commands built from strings, ``eval``, disabled
-TLS verification, fast digests for passwords, HTML written from values, and a few performance,
-error-handling and resource rules (Python, JavaScript/TypeScript, Go, Java, PHP, Rust). A rule
-written for ``javascript`` also runs on TypeScript and TSX. Two hits of one rule on touching lines
-are one hit (one problem). Severities: ast-grep ``error`` is critical, ``warning`` a warning, ``info``/``hint`` a
-suggestion. Only hits on added lines are kept.
+TLS verification, fast digests for passwords, HTML written from values, secrets written to logs,
+a few performance, error-handling and resource rules, and lint-grade suggestions an engineer
+leaves in review (``var``, the global ``isNaN``, nested ternaries, TypeScript's ``any`` and double
+casts outside tests) (Python, JavaScript/TypeScript, Go, Java, PHP, Rust). A rule
+written for ``javascript`` also runs on TypeScript and TSX, one for ``typescript`` also on TSX.
+Two hits of one rule on touching lines are one hit (one problem). Severities: ast-grep ``error``
+is critical, ``warning`` a warning, ``info``/``hint`` a suggestion. Only hits on added lines are kept.
 
 ast-grep comes from the ``ast-grep-cli`` wheel (its ``ast-grep`` program beside the Python
 interpreter, else on PATH).
@@ -39,7 +41,7 @@ from codejury.findings import Severity
 
 SUFFIXES = (".py", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".go", ".java", ".php", ".rs")
 """Files the pack has rules for; other changed files are not handed to ast-grep."""
-_ALSO_RUNS_ON = {"javascript": ("typescript", "tsx")}
+_ALSO_RUNS_ON = {"javascript": ("typescript", "tsx"), "typescript": ("tsx",)}
 _SEVERITY: dict[str, Severity] = {"error": "critical", "warning": "warning", "info": "suggestion", "hint": "suggestion"}
 
 
