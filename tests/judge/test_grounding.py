@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codejury.evidence import Evidence
 from codejury.findings import Finding, Review
-from codejury.judge.grounding import FAILED, OFF_CHANGE, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE, relocate
+from codejury.judge.grounding import FAILED, OFF_CHANGE, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE, relocate, unclaimed
 from codejury.testing.scripted import Fail, Final, Raw, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 
@@ -289,3 +290,15 @@ async def test_a_weak_claim_an_analyzer_backs_is_published_in_the_analyzers_word
     assert review.dropped_findings["duplicate"] == 1  # the second claim on the same hit
     assert resolver.models["security"].calls == 1  # type: ignore[attr-defined]  # no check spent on it
     assert review.verdict == "requested_changes"
+
+
+def test_one_place_is_one_candidate_per_tool_but_each_rule_of_a_tool_is_its_own() -> None:
+    def hit(analyzer: str, rule: str, severity: str = "suggestion") -> Evidence:
+        return Evidence(analyzer=analyzer, rule=rule, path="a.ts", start_line=62, end_line=62,
+                        severity=severity, message=rule)  # fmt: skip
+
+    same_problem = [hit("ruff", "S608", "critical"), hit("rules", "py-sql-built-from-strings", "critical")]
+    assert [e.rule for e in unclaimed([], same_problem)] == ["S608"]
+    two_problems = [hit("rules", "quality-js-nested-ternary"), hit("rules", "quality-ts-explicit-any")]
+    kept = sorted(e.rule for e in unclaimed([], two_problems))
+    assert kept == ["quality-js-nested-ternary", "quality-ts-explicit-any"]

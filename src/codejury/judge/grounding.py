@@ -164,14 +164,18 @@ def in_analyzer_words(
 
 
 def unclaimed(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[Evidence]:
-    """Analyzer hits no finding covers, most severe first, one per place, capped."""
+    """Analyzer hits no finding covers, most severe first, capped.
+
+    Two tools flagging one place report one problem (ruff's S608 and the rule pack's SQL rule on the
+    same line); one tool's different rules there are different problems (a nested ternary and an
+    ``as any`` cast on one line), each a candidate of its own.
+    """
     rank = {"critical": 0, "warning": 1, "suggestion": 2}
-    seen: set[tuple[str, int]] = set()
+    first: dict[tuple[str, int], str] = {}  # place -> the analyzer whose hit took it
     out = []
     for e in sorted(evidence, key=lambda e: (rank.get(e.severity, 3), e.path, e.start_line)):
-        if any(overlaps(f, e) for f in findings) or (e.path, e.start_line) in seen:
+        if any(overlaps(f, e) for f in findings) or first.setdefault((e.path, e.start_line), e.analyzer) != e.analyzer:
             continue
-        seen.add((e.path, e.start_line))
         out.append(e)
     return out[:MAX_CANDIDATES]
 
