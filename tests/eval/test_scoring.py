@@ -203,6 +203,18 @@ def test_one_finding_over_two_comments_is_matched_once() -> None:
     assert f1 == pytest.approx(2 / 3)
 
 
+def test_a_finding_is_paired_with_the_comment_closest_to_its_lines() -> None:
+    # Two findings on line 62; comments on 59-63 (a broad one) and twice on 61-62 (one per problem there).
+    expected = [At("x.ts", 59, 63), At("x.ts", 61, 62), At("x.ts", 61, 62)]
+    s = score_case(
+        [At("x.ts", 62, 62), At("x.ts", 62, 62)], expected, contexts=["File Level", "Diff Level", "Diff Level"]
+    )
+    assert s.matched == 2
+    assert sorted(m.expected for m in s.matches) == [1, 2]  # not the broad comment
+    wide = score_case([At("x.ts", 59, 63), At("x.ts", 62, 62)], expected)
+    assert sorted((m.finding, m.expected) for m in wide.matches) == [(0, 0), (1, 1)]
+
+
 def test_findings_on_a_clean_change_only_lower_precision() -> None:
     clean = score_case([At("a.py", 3, 3), At("a.py", 9, 9)], [])
     assert (clean.findings, clean.expected, clean.matched) == (2, 0, 0)

@@ -3,7 +3,8 @@
 Location scoring: a finding matches an expected comment when the path is the same and the
 line ranges overlap with ``SLACK`` lines of slack. Each expected comment is matched at most
 once and each finding at most once, by a maximum matching (so two findings on one comment
-count once, and the matching that pairs the most is taken). precision = matched findings /
+count once, and the matching that pairs the most is taken; among those, each finding is offered
+the comments closest to its lines first). precision = matched findings /
 findings, recall = matched expected comments / expected comments, F1 their harmonic mean.
 Overall figures are micro-averaged (sums over cases), so a case with many comments weighs more.
 
@@ -99,6 +100,9 @@ def score_case(
 ) -> CaseScore:
     """Score one case. ``accepted``: (finding, expected) pairs a judge said are the same problem."""
     edges = [(i, j) for i, f in enumerate(findings) for j, e in enumerate(expected) if overlaps(f, e)]
+    # Among maximum matchings, prefer the comment whose lines are closest to the finding's: a finding on
+    # line 62 is paired with the comment on 61-62 before the one on 59-63 (the count does not change).
+    edges.sort(key=lambda ij: (ij[0], _distance(findings[ij[0]], expected[ij[1]]), ij[1]))
     matches = [Match(i, j) for i, j in max_matching(len(findings), len(expected), edges)]
     judged: list[Match] | None = None
     if accepted is not None:
@@ -121,6 +125,10 @@ def score_case(
         expected_contexts=list(contexts),
         judged_matches=judged,
     )
+
+
+def _distance(a: Located, b: Located) -> int:
+    return abs(a.start_line - b.start_line) + abs(a.end_line - b.end_line)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
