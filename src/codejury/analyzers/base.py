@@ -86,7 +86,7 @@ def head_files(change: ChangeSet, suffixes: Sequence[str] | None = None) -> list
         return []
     root = change.root.resolve()
     found: list[str] = []
-    for file in _with_added_lines(change.files):
+    for file in files_with_additions(change):
         if suffixes is not None and not file.path.lower().endswith(tuple(suffixes)):
             continue
         target = (root / file.path).resolve()
@@ -111,8 +111,9 @@ def read_head_text(root: Path, path: str) -> str | None:
         return None
 
 
-def _with_added_lines(files: Iterable[FileChange]) -> Iterable[FileChange]:
-    return (f for f in files if f.status != "deleted" and not f.is_binary and f.additions)
+def files_with_additions(change: ChangeSet) -> list[FileChange]:
+    """The changed text files that still exist and have added lines: what an analyzer reads."""
+    return [f for f in change.files if f.status != "deleted" and not f.is_binary and f.additions]
 
 
 def find_program(name: str) -> Path | None:

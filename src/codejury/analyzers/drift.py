@@ -27,7 +27,13 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from codejury.analyzers.base import MAX_ANALYZED_FILE_BYTES, AnalyzerSkipped, added_text, read_head_text
+from codejury.analyzers.base import (
+    MAX_ANALYZED_FILE_BYTES,
+    AnalyzerSkipped,
+    added_text,
+    files_with_additions,
+    read_head_text,
+)
 from codejury.change.types import BaseReader, ChangeSet, FileChange
 from codejury.evidence import Evidence
 
@@ -68,7 +74,7 @@ class DriftAnalyzer:
     name = "drift"
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        relevant = [f for f in change.files if f.status != "deleted" and not f.is_binary and f.additions]
+        relevant = files_with_additions(change)
         if not relevant:
             return []
         if change.root is None:

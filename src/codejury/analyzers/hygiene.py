@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from codejury.analyzers.base import AnalyzerSkipped, read_head_text
+from codejury.analyzers.base import AnalyzerSkipped, files_with_additions, read_head_text
 from codejury.change.types import ChangeSet, FileChange
 from codejury.evidence import Evidence
 
@@ -50,7 +50,7 @@ class HygieneAnalyzer:
     name = "hygiene"
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = [f for f in change.files if f.status != "deleted" and not f.is_binary and f.additions]
+        files = files_with_additions(change)
         if not files:
             return []
         if change.root is None:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from codejury.analyzers.base import AnalyzerSkipped
+from codejury.analyzers.base import AnalyzerSkipped, files_with_additions
 from codejury.change.types import ChangeSet, FileChange
 from codejury.evidence import Evidence
 from codejury.findings import Severity
@@ -70,7 +70,7 @@ class SecretScanner:
     name = "secrets"
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = [f for f in change.files if f.status != "deleted" and not f.is_binary and f.additions]
+        files = files_with_additions(change)
         if not files:
             return []
         if importlib.util.find_spec("detect_secrets") is None:
