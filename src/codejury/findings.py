@@ -93,9 +93,14 @@ class Finding(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     """The analyzer rules that back the finding, as ``analyzer:rule`` (e.g. ``ruff:S608``)."""
     verified: bool | None = None
-    """True: a separate verification call confirmed the claim on its code; None: not checked."""
+    """True: a separate verification call confirmed the claim on its code; False: its check said it does not
+    hold, and it is published anyway (held security evidence); None: not checked, or the check failed."""
     advisory: bool = False
     """Published, but never counted toward a blocking verdict: a weak model's claim nothing verified."""
+    withholds_approval: bool = False
+    """Held: analyzer evidence of a security problem that a model rejected, dropped, downgraded or could not
+    check. It is published at the analyzer's severity and the verdict is at least ``significant_concerns``
+    until a person with write access dismisses it (``won't fix``, an accepted dispute, break glass)."""
 
 
 class Usage(BaseModel):

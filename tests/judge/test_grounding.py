@@ -200,11 +200,16 @@ async def test_an_unclaimed_analyzer_hit_is_confirmed_by_its_owner(tmp_path: Pat
     assert "S608" in confirm and "<finding>" in confirm
 
 
-async def test_a_strong_model_rejects_an_analyzer_hit_and_it_is_dropped(tmp_path: Path) -> None:
+async def test_a_strong_models_rejection_of_security_hits_holds_them(tmp_path: Path) -> None:
     scripts = {"security": [Final([]), Raw({"holds": False, "title": "", "body": ""})], "coordinator": NO_DECISIONS}
     review, _ = await review_of(tmp_path, scripts, analyzers=True)
-    assert review.findings == [] and review.dropped_findings[REJECTED] >= 2  # the query and the key
-    assert review.verdict == "approved"
+    # The query and the key are security evidence: a model's "does not hold" cannot remove them.
+    assert sorted((f.start_line, f.withholds_approval, f.verified) for f in review.findings) == [
+        (10, True, False),
+        (14, True, False),
+    ]
+    assert REJECTED not in review.dropped_findings
+    assert review.verdict == "requested_changes"
 
 
 async def test_a_weak_model_cannot_veto_a_critical_analyzer_hit(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 The coordinator can keep, drop, re-categorise, move or re-grade findings, never invent
 new ones. It cannot drop a confident critical finding (it may downgrade it to a warning
 with a reason): text planted in a change must not be able to talk the judge into erasing
-the one finding that blocks the merge.
+the one finding that blocks the merge. Nor can it drop or downgrade a finding that security
+evidence backs (``judge.holds``): that finding is held, its reason shown next to the rule's.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pydantic import BaseModel, Field
 
 from codejury.agents.prompts import fence
 from codejury.agents.runner import AgentOutcome, ChangeContext, Limits, run_agent
-from codejury.findings import Finding, Severity
+from codejury.findings import SEVERITY_RANK, Finding, Severity
+from codejury.judge.holds import SecurityEvidence
 from codejury.models.pricing import PriceTable
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
@@ -70,6 +72,7 @@ async def judge(
     prices: PriceTable,
     events: EventLog,
     sections: Sequence[str],
+    security: SecurityEvidence | None = None,
 ) -> tuple[list[Finding], dict[str, int], AgentOutcome]:
     """Run the coordinator over ``findings`` and apply its decisions."""
     outcome = await run_agent(
@@ -86,16 +89,21 @@ async def judge(
     )
     if not outcome.ok or not isinstance(outcome.output, JudgeOutput):
         return list(findings), {}, outcome
-    kept, dropped = apply_decisions(findings, outcome.output.decisions, sections=sections)
+    kept, dropped = apply_decisions(findings, outcome.output.decisions, sections=sections, security=security)
     for d in outcome.output.decisions:
         events.emit("judge_decision", id=d.id, action=d.action, severity=d.severity, reason=d.reason[:300])
     return kept, dropped, outcome
 
 
 def apply_decisions(
-    findings: Sequence[Finding], decisions: Sequence[JudgeDecision], *, sections: Sequence[str]
+    findings: Sequence[Finding],
+    decisions: Sequence[JudgeDecision],
+    *,
+    sections: Sequence[str],
+    security: SecurityEvidence | None = None,
 ) -> tuple[list[Finding], dict[str, int]]:
-    """Apply the judge's decisions; unknown ids are ignored, undecided findings are kept."""
+    """Apply the judge's decisions; unknown ids are ignored, undecided findings are kept. A drop or a
+    downgrade of a finding that security evidence backs holds it instead (at its severity)."""
     by_id = {d.id: d for d in decisions}
     kept: list[Finding] = []
     dropped: dict[str, int] = {}
@@ -104,6 +112,15 @@ def apply_decisions(
         if d is None:
             kept.append(f)
             continue
+        lower = d.severity is not None and SEVERITY_RANK[d.severity] < SEVERITY_RANK[f.severity]
+        if security is not None and (d.action == "drop" or lower):
+            said = f"The coordinator {'dropped it' if d.action == 'drop' else f'rated it a {d.severity}'}"
+            reason = " ".join(d.reason.split())
+            held = security.hold(f, said + (f": {reason}" if reason else "."))
+            if held.withholds_approval:
+                section = d.section if d.section and d.section in sections else held.reviewer
+                kept.append(held.model_copy(update={"reviewer": section}) if section != held.reviewer else held)
+                continue
         protected = f.severity == "critical" and f.confidence >= PROTECTED_CONFIDENCE
         if d.action == "drop" and not protected:
             dropped["dropped by judge"] = dropped.get("dropped by judge", 0) + 1

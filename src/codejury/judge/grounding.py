@@ -18,6 +18,12 @@ separate (DESIGN.md, "Getting findings right"):
   hit a weak model rejects stays: a critical still counts, a warning is published as advisory. A
   self-evident hit (a committed key) needs no call on a weak model, and a hit that was overruled
   is not checked again.
+- **Fail closed.** A hit whose check fails (an error, a timeout, an answer that does not parse, the
+  cost ceiling) is published as the analyzer reported it, marked unconfirmed, never dropped.
+- **No model dismisses security evidence** (``judge.holds``): a security-domain hit that a model
+  rejects, or that could not be checked, is held: published with the rule's message and the
+  model's reason side by side, at the analyzer's severity, withholding approval until a person
+  dismisses it. Only the hits of other domains may be rejected by a model that is not weak.
 
 Checks run one after another, file by file (its analyzer hits, then its findings), and each shows
 the file's whole patch when it is small, so a model that caches only its last prompt reuses
@@ -42,6 +48,7 @@ from codejury.agents.prompts import fence
 from codejury.change.types import FileChange, Hunk
 from codejury.evidence import Evidence
 from codejury.findings import SEVERITY_RANK, Finding, ReviewerReport, Usage
+from codejury.judge.holds import SecurityEvidence, hold, is_security, unconfirmed_hold
 from codejury.locations import overlaps
 from codejury.models.pricing import usage_from_run
 from codejury.models.profiles import ResolvedModel
@@ -61,6 +68,15 @@ SELF_EVIDENT = frozenset({"secrets"})
 """Analyzers whose hit is published even when no model could confirm it: a committed live key is a fact."""
 CONTEXT_LINES = 3
 UNCONFIRMED_NOTE = "(Advisory: the analyzer flagged this; the small model reviewing it did not confirm it.)"
+UNANSWERED_NOTE = (
+    "(Unconfirmed: the check of this analyzer hit failed (an error, a timeout, an answer that did not parse, "
+    "or the review's cost ceiling), so it is published as the analyzer reported it.)"
+)
+UNCHECKED_NOTE = (
+    f"(Unconfirmed: the review had more analyzer hits to check than its limit of {MAX_CANDIDATES}, so this "
+    "security hit is published as the analyzer reported it.)"
+)
+OVER_CAP = "analyzer hits over the per-review check limit"
 WEAK_NOTE = "(Published as a warning: a critical from a small model needs analyzer evidence to block.)"
 
 CHECK_PROMPT = (
@@ -80,6 +96,7 @@ CONFIRM_TASK = (
     "three plain sentences: why it matters and the fix), then decide whether the flagged code really has "
     "this problem in this context: `holds` true or false."
 )
+CHECK_SAID = "Its check answered that the claim does not hold here."
 FULL_PATCH_CHARS = 6_000
 """A file's whole patch up to this size is shown to every check on it, so the checks share a prompt prefix."""
 
@@ -108,6 +125,10 @@ class Grounded:
     findings: list[Finding]
     dropped: dict[str, int] = field(default_factory=dict)
     reports: list[ReviewerReport] = field(default_factory=list)
+    unconfirmed: int = 0
+    """Analyzer hits whose check failed: published as the analyzer reported them (never counted as rejected)."""
+    held: int = 0
+    """Findings held on security evidence that no model confirmed (``Finding.withholds_approval``)."""
 
 
 def is_weak(run: ReviewRun, models: ReviewModels, spec: str | None) -> bool:
@@ -164,7 +185,7 @@ def in_analyzer_words(
 
 
 def unclaimed(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[Evidence]:
-    """Analyzer hits no finding covers, most severe first, capped.
+    """Analyzer hits no finding covers, most severe first (``ground_stage`` checks the first ``MAX_CANDIDATES``).
 
     Two tools flagging one place report one problem (ruff's S608 and the rule pack's SQL rule on the
     same line); one tool's different rules there are different problems (a nested ternary and an
@@ -177,7 +198,7 @@ def unclaimed(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list
         if any(overlaps(f, e) for f in findings) or first.setdefault((e.path, e.start_line), e.analyzer) != e.analyzer:
             continue
         out.append(e)
-    return out[:MAX_CANDIDATES]
+    return out
 
 
 async def ground_stage(
@@ -190,6 +211,8 @@ async def ground_stage(
     # Only the weak model's claims that can be published are checked (each check costs a call).
     weak = {f.id for f in findings if is_weak(run, models, run.selection.models.get(f.reviewer))}
     findings, twice = in_analyzer_words(findings, evidence, lambda f: f.id in weak)
+    security = SecurityEvidence(evidence)
+    findings = [security.floor(f) for f in findings]  # no reviewer rates a security hit below the analyzer
     if twice:
         result.dropped[DUPLICATE] = result.dropped.get(DUPLICATE, 0) + twice
     added = {f.path: f.added_lines for f in run.selection.kept}
@@ -201,8 +224,16 @@ async def ground_stage(
     findings, over = limit_unproven(findings, run.settings.max_unproven, lambda f: f.id in weak, added)
     if over:
         result.dropped[OVER_LIMIT] = over
-    checker = _Checker(run, models)
-    hits = sorted(unclaimed(findings, evidence), key=lambda e: (e.path, e.start_line))
+    checker = _Checker(run, models, security)
+    candidates = unclaimed(findings, evidence)
+    # Past the limit no call is made: a security hit is still published (held, unconfirmed), the rest are counted.
+    over_cap = candidates[MAX_CANDIDATES:]
+    hits = sorted(candidates[:MAX_CANDIDATES], key=lambda e: (e.path, e.start_line))
+    for hit in over_cap:
+        if is_security(hit):
+            result.findings.append(checker.unchecked(hit))
+        else:
+            result.dropped[OVER_CAP] = result.dropped.get(OVER_CAP, 0) + 1
     to_check = sum(1 for f in findings if _to_verify(run, models, f, checker))
     if hits or to_check:
         run.options.say(f"grounding: {len(hits)} analyzer hit(s) to confirm, {to_check} finding(s) to verify")
@@ -222,6 +253,13 @@ async def ground_stage(
             else:
                 result.findings.append(kept)
     result.reports = checker.reports()
+    result.unconfirmed = checker.unconfirmed
+    result.held = sum(1 for f in result.findings if f.withholds_approval)
+    if result.unconfirmed or result.held:
+        run.options.say(
+            f"grounding: {result.unconfirmed} analyzer hit(s) published unconfirmed, "
+            f"{result.held} held on security evidence for a person to dismiss"
+        )
     return result
 
 
@@ -232,6 +270,9 @@ async def _verified(
     spec = run.selection.models.get(f.reviewer)
     if spec is not None and _to_verify(run, models, f, checker):
         holds, quote = await checker.verify(f, file, spec)
+        held = checker.security.hold(f.model_copy(update={"verified": False}), CHECK_SAID) if holds is False else f
+        if held.withholds_approval:
+            return held
         if holds is False:
             run.events.emit("finding_dropped", reviewer=f.reviewer, reason=FAILED, path=f.path, line=f.start_line)
             return None
@@ -245,9 +286,12 @@ def _to_verify(run: ReviewRun, models: ReviewModels, f: Finding, checker: _Check
 
 
 def _settled(f: Finding, checker: _Checker) -> bool:
-    """A finding no check could overturn: a self-evident analyzer's hit (a committed key), or a hit
-    whose weak confirmer was already overruled (a second word from the same model changes nothing)."""
-    return f.id in checker.overruled or any(e.split(":", 1)[0] in SELF_EVIDENT for e in f.evidence)
+    """A finding no check could overturn: a self-evident analyzer's hit (a committed key), a hit whose
+    weak confirmer was already overruled (a second word from the same model changes nothing), a hit
+    whose check failed (it had its one check), or held security evidence."""
+    return (
+        f.withholds_approval or f.id in checker.settled or any(e.split(":", 1)[0] in SELF_EVIDENT for e in f.evidence)
+    )
 
 
 def _needs_check(run: ReviewRun, models: ReviewModels, f: Finding) -> bool:
@@ -360,12 +404,15 @@ def demote_unproven(f: Finding, weak: bool) -> Finding:
 class _Checker:
     """Runs the focused calls, accounting their usage per model."""
 
-    def __init__(self, run: ReviewRun, models: ReviewModels) -> None:
+    def __init__(self, run: ReviewRun, models: ReviewModels, security: SecurityEvidence | None = None) -> None:
         self.run = run
         self.models = models
+        self.security = security or SecurityEvidence(())
         self.usage: dict[tuple[str, str], Usage] = {}
         self.failures: dict[tuple[str, str], str] = {}
-        self.overruled: set[str] = set()
+        self.settled: set[str] = set()
+        """Ids of analyzer hits that had their one check: overruled, held, or unconfirmed."""
+        self.unconfirmed = 0
 
     async def verify(self, f: Finding, file: FileChange | None, spec: str) -> tuple[bool | None, str]:
         """True / False from the verifier and the code it quoted; None when it could not answer (the
@@ -379,7 +426,8 @@ class _Checker:
         return answer.holds, answer.quote
 
     async def confirm(self, hit: Evidence, file: FileChange | None) -> Finding | None:
-        """The analyzer hit as a finding when its owner confirms it (or cannot answer); None when rejected."""
+        """The analyzer hit as a finding: confirmed by its owner, or held, unconfirmed or overruled; None
+        only when a model that is not weak rejects a hit outside the security domain."""
         from codejury.analyzers.domains import domain_for
 
         domain = domain_for(hit)
@@ -393,53 +441,78 @@ class _Checker:
         prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message)
         weak = is_weak(self.run, self.models, spec)
         # A weak model could not reject a self-evident hit (a committed key): no call to make.
-        ask = spec is not None and not (weak and hit.analyzer in SELF_EVIDENT)
-        answer = await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation) if ask and spec else None
-        if ask:
+        self_evident = spec is not None and weak and hit.analyzer in SELF_EVIDENT
+        answer = (
+            await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation) if spec and not self_evident else None
+        )
+        confirmed = answer if isinstance(answer, Confirmation) else None
+        as_reported = _as_reported(hit, domain)
+        outcome, found = self._decide(hit, domain, as_reported, confirmed, weak=weak, self_evident=self_evident)
+        if spec and not self_evident:
             self.run.events.emit(
                 "evidence_checked",
                 analyzer=hit.analyzer,
                 rule=hit.rule,
                 path=hit.path,
                 line=hit.start_line,
-                holds=None if not isinstance(answer, Confirmation) else answer.holds,
+                holds=None if confirmed is None else confirmed.holds,
+                outcome=outcome,
             )
-        overruled = False
-        if isinstance(answer, Confirmation) and not answer.holds:
-            if not weak:
-                return None
+        if outcome in ("held", "overruled", "unconfirmed"):
+            self.settled.add(as_reported.id)
+        return found
+
+    def unchecked(self, hit: Evidence) -> Finding:
+        """A security hit past the per-review check limit: published unconfirmed and held, with no call."""
+        from codejury.analyzers.domains import domain_for
+
+        f = _as_reported(hit, domain_for(hit))
+        self.unconfirmed += 1
+        self.settled.add(f.id)
+        self.run.events.emit(
+            "evidence_checked", analyzer=hit.analyzer, rule=hit.rule, path=hit.path, line=hit.start_line,
+            holds=None, outcome="unchecked",
+        )  # fmt: skip
+        return unconfirmed_hold(f.model_copy(update={"body": f"{f.body}\n\n{UNCHECKED_NOTE}"}))
+
+    def _decide(
+        self,
+        hit: Evidence,
+        domain: str,
+        f: Finding,
+        answer: Confirmation | None,
+        *,
+        weak: bool,
+        self_evident: bool,
+    ) -> tuple[str, Finding | None]:
+        """What becomes of the hit ``f`` (in the analyzer's words) after its check ``answer``: the outcome's
+        name and the finding to publish (None: rejected)."""
+        if answer is not None and answer.holds:
+            title = answer.title.strip() or f.title
+            body = answer.body.strip() or f.body
+            update = {"title": title.splitlines()[0][:200], "body": body, "verified": True}
+            return "confirmed", f.model_copy(update=update)
+        if answer is not None and is_security(hit):
+            # Text in the change addresses the model; it cannot make the analyzer's evidence go away.
+            reason = " ".join((answer.body or answer.title).split())
+            said = f"The {domain} reviewer's check answered that it does not hold" + (f": {reason}" if reason else ".")
+            return "held", hold(f.model_copy(update={"verified": False}), [hit], said)
+        if answer is not None and not weak:
+            return "rejected", None
+        if answer is not None:
             # Measured on the demo: the embedded model rejected every real hit (the SQL injection ruff's
             # S608 flagged, the N+1 query of our rule pack) and no false one. A weak model can no more veto
             # an analyzer than it can block alone: a rejected critical still counts, a rejected warning is
             # published as advisory (shown, never counted toward the verdict).
-            answer, overruled = None, True
-        if not isinstance(answer, Confirmation) and not overruled and hit.analyzer not in SELF_EVIDENT:
-            return None  # only confirmed hits are published; a secret needs no model to be one
-        title = answer.title.strip() if isinstance(answer, Confirmation) and answer.title.strip() else hit.message
-        body = answer.body.strip() if isinstance(answer, Confirmation) and answer.body.strip() else hit.message
-        advisory = overruled and hit.severity != "critical"
-        if advisory:
-            body = f"{body}\n\n{UNCONFIRMED_NOTE}"
-        key = f"{hit.analyzer}|{hit.rule}|{hit.path}|{hit.start_line}".encode()
-        fid = "e-" + hashlib.sha256(key).hexdigest()[:10]
-        if overruled:
-            self.overruled.add(fid)
-        return Finding(
-            id=fid,
-            reviewer=domain,
-            category=hit.rule,
-            severity=hit.severity,
-            path=hit.path,
-            start_line=hit.start_line,
-            end_line=hit.end_line,
-            title=title.splitlines()[0][:200],
-            body=body,
-            suggestion=hit.fix,
-            confidence=0.9,
-            evidence=[f"{hit.analyzer}:{hit.rule}"],
-            verified=True if isinstance(answer, Confirmation) else None,
-            advisory=advisory,
-        )
+            if hit.severity == "critical":
+                return "overruled", f
+            return "overruled", f.model_copy(update={"advisory": True, "body": f"{f.body}\n\n{UNCONFIRMED_NOTE}"})
+        if self_evident:
+            return "self-evident", f  # a secret needs no model to be one
+        # Fail closed: a check that failed is no verdict on the hit.
+        self.unconfirmed += 1
+        f = f.model_copy(update={"body": f"{f.body}\n\n{UNANSWERED_NOTE}"})
+        return "unconfirmed", unconfirmed_hold(f) if is_security(hit) else f
 
     async def _ask(self, who: str, spec: str, system: str, prompt: str, output: type[BaseModel]) -> BaseModel | None:
         warn = self.run.options.warn
@@ -474,6 +547,25 @@ class _Checker:
             error = self.failures.get((name, spec))
             out.append(ReviewerReport.from_usage(name, spec, "ok", usage, f"unanswered: {error}" if error else None))
         return out
+
+
+def _as_reported(hit: Evidence, domain: str) -> Finding:
+    """The analyzer hit as a finding in the analyzer's own words, with an id stable across runs."""
+    key = f"{hit.analyzer}|{hit.rule}|{hit.path}|{hit.start_line}".encode()
+    return Finding(
+        id="e-" + hashlib.sha256(key).hexdigest()[:10],
+        reviewer=domain,
+        category=hit.rule,
+        severity=hit.severity,
+        path=hit.path,
+        start_line=hit.start_line,
+        end_line=hit.end_line,
+        title=hit.message.splitlines()[0][:200] or hit.rule,
+        body=hit.message,
+        suggestion=hit.fix,
+        confidence=0.9,
+        evidence=[f"{hit.analyzer}:{hit.rule}"],
+    )
 
 
 def _check_prompt(file: FileChange | None, start: int, end: int, task: str, text: str) -> str:

@@ -4,7 +4,8 @@ Everything between "the reviewers answered" and "the rubric decides": reviewers 
 other's findings (reflection), the same issue found twice is kept once, the coordinator drops
 speculative findings and re-categorises, and on a forge re-review it judges the human replies
 that dispute earlier findings. A coordinator that cannot run leaves the review unjudged, which
-is never an approval.
+is never an approval. Findings held on security evidence (``judge.holds``) survive every model's
+word and leave only when a person dismissed them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
 from codejury.judge.grounding import demote_unproven, ground_stage, is_weak
+from codejury.judge.holds import DISMISSED, SecurityEvidence, release_dismissed
 from codejury.judge.replies import judge_disputes
 from codejury.models.selection import ReviewModels
 from codejury.reviewers.roster import coordinator_prompt
@@ -39,6 +41,8 @@ class Judgement:
     judged: bool = True
     reports: list[ReviewerReport] = field(default_factory=list)
     replies: list[ReplyVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Lines for the review's notes: what grounding could not check."""
 
 
 async def judge_stage(
@@ -53,13 +57,23 @@ async def judge_stage(
     grounded = await ground_stage(run, models, findings, evidence)
     for reason, n in grounded.dropped.items():
         dropped[reason] = dropped.get(reason, 0) + n
-    judgement = await _coordinate(run, ctx, models, grounded.findings, dropped)
+    judgement = await _coordinate(run, ctx, models, grounded.findings, dropped, SecurityEvidence(evidence))
     judgement.reports[:0] = [*reports, *grounded.reports]
+    if grounded.unconfirmed:
+        judgement.notes.append(
+            f"the check of {count(grounded.unconfirmed, 'analyzer hit')} failed (an error, a timeout, an answer "
+            "that did not parse, or the cost ceiling): published unconfirmed, in the analyzer's words"
+        )
     # The coordinator may re-grade: a weak model's claim that nothing backs still cannot block.
     judgement.findings = [
         demote_unproven(f, is_weak(run, models, run.selection.models.get(f.reviewer))) for f in judgement.findings
     ]
     await _disputes(run, ctx, models, judgement)
+    judgement.findings, released = release_dismissed(
+        judgement.findings, run.change.meta.previous, run.options.disputes, judgement.replies
+    )
+    if released:
+        judgement.dropped[DISMISSED] = judgement.dropped.get(DISMISSED, 0) + released
     judgement.findings.sort(key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line))
     return judgement
 
@@ -90,7 +104,12 @@ async def _reflect(
 
 
 async def _coordinate(
-    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, findings: list[Finding], dropped: dict[str, int]
+    run: ReviewRun,
+    ctx: ChangeContext,
+    models: ReviewModels,
+    findings: list[Finding],
+    dropped: dict[str, int],
+    security: SecurityEvidence,
 ) -> Judgement:
     spec = run.selection.models["coordinator"]
     if not findings:
@@ -116,6 +135,7 @@ async def _coordinate(
         prices=run.prices,
         events=run.events,
         sections=list(run.config.reviewers),
+        security=security,
     )
     run.options.say(finished("coordinator", outcome, f"{count(len(kept), 'finding')} kept"))
     for reason, n in judge_dropped.items():

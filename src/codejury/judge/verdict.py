@@ -56,11 +56,13 @@ def _rubric(findings: Sequence[Finding]) -> Verdict:
 
 
 def decide_verdict(findings: Sequence[Finding], *, break_glass: bool = False, judged: bool = True) -> Verdict:
-    """Apply the rubric; break glass forces approval, an unjudged review is never an approval."""
+    """Apply the rubric; break glass forces approval, an unjudged review is never an approval, and neither is
+    one with a finding held on security evidence (``Finding.withholds_approval``) that no person dismissed."""
     if break_glass:
         return "approved"
     verdict = _rubric(findings)
-    if not judged and VERDICT_RANK[verdict] < VERDICT_RANK["significant_concerns"]:
+    held = any(f.withholds_approval for f in findings)
+    if (held or not judged) and VERDICT_RANK[verdict] < VERDICT_RANK["significant_concerns"]:
         return "significant_concerns"
     return verdict
 
@@ -137,6 +139,13 @@ def summarise(
         caveats.append(f"{_plural(len(failed), 'reviewer')} failed ({', '.join(failed)})")
     if not judged:
         caveats.append("the coordinator could not run, so the findings are unjudged")
+    held = sum(1 for f in findings if f.withholds_approval)
+    if held:
+        caveats.append(
+            f"{_plural(held, 'finding')} on security evidence that no model confirmed "
+            f"{'withholds' if held == 1 else 'withhold'} approval until a person with write access dismisses "
+            f"{'it' if held == 1 else 'them'}"
+        )
     if stopped:
         caveats.append(f"the review is partial ({stopped}), so it is not an approval")
     if caveats:
@@ -200,7 +209,7 @@ def verdict_stage(
         dropped_findings=judgement.dropped,
         replies=judgement.replies,
         cut_files=panel.cut_files,
-        notes=[*([stopped] if stopped else []), *notes],
+        notes=[*([stopped] if stopped else []), *notes, *judgement.notes],
     )
     run.events.emit(
         "review_finished",

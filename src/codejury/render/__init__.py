@@ -56,13 +56,16 @@ def group_by_section(findings: Sequence[Finding]) -> list[tuple[str, list[Findin
     ]
 
 
-def grounds(evidence: Sequence[str], *, verified: bool | None, advisory: bool) -> list[str]:
-    """What backs a finding, in words: analyzer rules, a passed check, and why it does not block when advisory."""
+def grounds(evidence: Sequence[str], *, verified: bool | None, advisory: bool, withholds: bool = False) -> list[str]:
+    """What backs a finding, in words: analyzer rules, a passed check, why it does not block when advisory,
+    and why it withholds approval when it is held on security evidence."""
     parts = []
     if evidence:
         parts.append("backed by " + ", ".join(one_line(e) for e in evidence))
     if verified:
         parts.append("checked against the code")
+    if withholds:
+        parts.append("security evidence no model confirmed: withholds approval until a person dismisses it")
     if advisory:
         if evidence and not verified:
             parts.append("advisory: the reviewing model did not confirm the hit, does not block")

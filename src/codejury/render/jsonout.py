@@ -1,7 +1,8 @@
 """Reviews and plans as JSON: the stable machine-readable contract, with JSON Schemas to check it.
 
 Key order is fixed and optional keys (a finding's ``suggestion``, a reviewer's ``error``) are
-absent rather than null. ``schema_errors(instance, schema)`` is a small checker for the subset of
+absent rather than null; a finding's ``withholds_approval`` is present only when true (a finding held
+on security evidence that no model confirmed). ``schema_errors(instance, schema)`` is a small checker for the subset of
 JSON Schema used here (type, properties, required, additionalProperties, items, enum, minimum),
 so tests and end-to-end runs can validate output without a ``jsonschema`` dependency.
 """
@@ -45,6 +46,8 @@ def _finding(f: Finding) -> dict[str, Any]:
     out["evidence"] = list(f.evidence)
     out["verified"] = f.verified
     out["advisory"] = f.advisory
+    if f.withholds_approval:
+        out["withholds_approval"] = True
     return out
 
 
@@ -150,8 +153,9 @@ _FINDING_SCHEMA = _object(
         "evidence": {"type": "array", "items": _STR},
         "verified": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
         "advisory": {"type": "boolean"},
+        "withholds_approval": {"type": "boolean"},
     },
-    optional=("suggestion",),
+    optional=("suggestion", "withholds_approval"),
 )
 _SKIPPED_SCHEMA = _object({"path": _STR, "reason": _STR})
 

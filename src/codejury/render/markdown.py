@@ -60,7 +60,7 @@ def _plural(n: int, word: str) -> str:
 
 def grounding_note(f: Finding) -> str:
     """What backs a finding: analyzer rules, a passed verification, or nothing (advisory)."""
-    note = "; ".join(grounds(f.evidence, verified=f.verified, advisory=f.advisory))
+    note = "; ".join(grounds(f.evidence, verified=f.verified, advisory=f.advisory, withholds=f.withholds_approval))
     return note[:1].upper() + note[1:]
 
 
