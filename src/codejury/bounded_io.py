@@ -6,14 +6,21 @@ helper here stops reading at ``limit + 1`` bytes, so an endless or oversized inp
 the cap in memory and time, and raises ``error`` with a one-line message naming what was read
 and its cap.
 
+A silent input is bounded too: a FIFO nobody writes to, a device that never answers, a pipe
+whose writer hangs. ``read_path`` opens without waiting for a writer, and it and ``read_stdin``
+wait at most ``read_wait_s()`` (``READ_WAIT_S``, or ``CODEJURY_READ_TIMEOUT_S``) for each next
+piece of anything that is not a regular file; a terminal (a person typing) is never cut off.
+
 The caps codejury applies live here, so there is one place to see them all.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import select
 import stat
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -32,6 +39,23 @@ MAX_INDEX_FILE_BYTES = 512 * 1024
 MAX_GIT_OUTPUT_BYTES = 64 * 1024 * 1024
 """Any other git output (tree listings, logs)."""
 CHUNK_BYTES = 64 * 1024
+READ_WAIT_S = 60.0
+"""The longest a read from a pipe, FIFO, socket or device waits for its first or next bytes."""
+READ_WAIT_ENV = "CODEJURY_READ_TIMEOUT_S"
+
+
+def read_wait_s(env: Mapping[str, str] | None = None) -> float:
+    """``READ_WAIT_S``, or the seconds ``CODEJURY_READ_TIMEOUT_S`` gives (a bad value is an ``InputError``)."""
+    raw = (os.environ if env is None else env).get(READ_WAIT_ENV, "").strip()
+    if not raw:
+        return READ_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"{READ_WAIT_ENV} expects a number of seconds above 0, got {raw[:40]!r}")
+    return value
 
 
 def human_size(n: int) -> str:
@@ -61,26 +85,75 @@ def read_stream(stream: IO[bytes], limit: int, what: str, error: type[CodejuryEr
         chunks.append(chunk)
 
 
-def read_path(path: Path, limit: int, what: str, error: type[CodejuryError] = InputError) -> bytes:
+def read_path(
+    path: Path, limit: int, what: str, error: type[CodejuryError] = InputError, *, wait_s: float | None = None
+) -> bytes:
     """Read the file, device or FIFO at ``path``, capped at ``limit`` bytes.
 
     A directory or a missing path raises ``error`` too (a cause, not an ``OSError``); a regular
-    file whose size is already over the cap is refused before a byte is read.
+    file whose size is already over the cap is refused before a byte is read. Anything else (a
+    FIFO, a device) is opened without waiting for a writer and read waiting at most ``wait_s``
+    (default ``read_wait_s()``) for each next piece.
     """
     try:
-        with path.open("rb") as fh:
-            info = os.fstat(fh.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise error(f"{what} is a directory")
-            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
-                raise error(f"{what} is {info.st_size:,} bytes, over the {human_size(limit)} limit")
-            return read_stream(fh, limit, what, error)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a blocking open of a FIFO waits for a writer
     except FileNotFoundError as exc:
         raise error(f"{what} not found") from exc
+    except OSError as exc:
+        raise error(f"cannot read {what}: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise error(f"{what} is a directory")
+        if stat.S_ISREG(info.st_mode):
+            if info.st_size > limit:
+                raise error(f"{what} is {info.st_size:,} bytes, over the {human_size(limit)} limit")
+            return read_fd(fd, limit, what, error, wait_s=None)
+        return read_fd(fd, limit, what, error, wait_s=read_wait_s() if wait_s is None else wait_s)
     except IsADirectoryError as exc:
         raise error(f"{what} is a directory") from exc
     except OSError as exc:
         raise error(f"cannot read {what}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def read_stdin(stream: IO[bytes], limit: int, what: str, error: type[CodejuryError] = InputError) -> bytes:
+    """Read standard input to its end, capped at ``limit`` bytes; from a pipe, FIFO, socket or device
+    waiting at most ``read_wait_s()`` for each next piece (a terminal and a regular file never time out)."""
+    try:
+        fd = stream.fileno()
+        waits = not os.isatty(fd) and not stat.S_ISREG(os.fstat(fd).st_mode)
+    except (OSError, ValueError):  # no real descriptor (an embedding process, a test runner)
+        waits = False
+    if not waits:
+        return read_stream(stream, limit, what, error)
+    try:
+        return read_fd(fd, limit, what, error, wait_s=read_wait_s())
+    except OSError as exc:
+        raise error(f"cannot read {what}: {exc.strerror or exc}") from exc
+
+
+def read_fd(fd: int, limit: int, what: str, error: type[CodejuryError], *, wait_s: float | None) -> bytes:
+    """Read descriptor ``fd`` to its end, capped at ``limit`` bytes, waiting at most ``wait_s`` (None: as
+    long as a read takes) for each next piece; raises ``error`` past the cap or after a silent ``wait_s``."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)  # hang-up and errors are reported whatever is asked
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        if not poller.poll(None if wait_s is None else wait_s * 1000):
+            raise error(f"{what} sent nothing for {wait_s:g} s (no writer, or a stalled one); reading stopped")
+        try:
+            chunk = os.read(fd, min(CHUNK_BYTES, limit + 1 - total))
+        except BlockingIOError:  # a writer is there but sent nothing yet
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(what, limit, error)
+        chunks.append(chunk)
 
 
 async def read_async(

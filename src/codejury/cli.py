@@ -236,7 +236,8 @@ def cli() -> None:
     "--url",
     metavar="URL",
     help="Review a GitLab merge request or GitHub pull request through the API (token in "
-    "CODEJURY_GITLAB_TOKEN, or CODEJURY_GITHUB_TOKEN / GITHUB_TOKEN) and print it.",
+    "CODEJURY_GITLAB_TOKEN, or CODEJURY_GITHUB_TOKEN / GITHUB_TOKEN) and print it; the URL must be on the "
+    "configured forge (CODEJURY_GITLAB_URL / CODEJURY_GITHUB_URL), the only host the token goes to.",
 )
 @click.option(
     "--publish",

@@ -44,6 +44,16 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("GITHUB_TOKEN", "GitHub token when CODEJURY_GITHUB_TOKEN is not set (a workflow's own token)."),
     ("CODEJURY_GITHUB_BOT_LOGIN", "The bot's login when CODEJURY_GITHUB_TOKEN belongs to another user."),
     (
+        "CODEJURY_GITLAB_URL",
+        "The GitLab instance (web URL, default `https://gitlab.com`; in a GitLab CI job `CI_SERVER_URL`): the only"
+        " host that gets CODEJURY_GITLAB_TOKEN, so a merge request URL on another host is refused.",
+    ),
+    (
+        "CODEJURY_GITHUB_URL",
+        "The GitHub instance (web URL, default `https://github.com`; in GitHub Actions `GITHUB_SERVER_URL`): the"
+        " only host whose API gets the GitHub token, so a pull request URL on another host is refused.",
+    ),
+    (
         "CODEJURY_CACHE_DIR",
         "Where the embedded model is assembled and cached, with its saved system prompts (`prompts/`) and the"
         " repository index (default: the user cache dir).",
@@ -56,13 +66,33 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` gives the full URL instead (see docs/telemetry.md).",
     ),
     ("CODEJURY_DEBUG", "`1`: an internal error (exit 5) prints its traceback."),
+    (
+        "CODEJURY_READ_TIMEOUT_S",
+        "Seconds a read from a pipe, FIFO or device (`--diff -`, a `--diff` or `--config` FIFO) waits for its "
+        "writer's next bytes before it stops with exit 2 (default 60; a terminal never times out).",
+    ),
     ("CODEJURY_DATABASE_URL", "`codejury serve` / `codejury worker`: the PostgreSQL queue (as `--database`)."),
     ("CODEJURY_GITHUB_WEBHOOK_SECRET", "`codejury serve`: the GitHub webhook secret (HMAC of each delivery)."),
     ("CODEJURY_GITLAB_WEBHOOK_TOKEN", "`codejury serve`: the GitLab webhook token (`X-Gitlab-Token`)."),
+    (
+        "CODEJURY_DASHBOARD_TOKEN",
+        "`codejury serve`: opens /dashboard, as `Authorization: Bearer` or the password of HTTP Basic (a browser's "
+        "prompt); without it, --dashboard-user-header or --dashboard-public, /dashboard answers 401.",
+    ),
+    (
+        "CODEJURY_DASHBOARD_USER_HEADER",
+        "`codejury serve`: as --dashboard-user-header: the header an authentication proxy sets for a signed-in user "
+        "opens /dashboard.",
+    ),
+    ("CODEJURY_DASHBOARD_PUBLIC", "`codejury serve`: as --dashboard-public (`1`): /dashboard open to anyone."),
     ("CODEJURY_GITHUB_APP_ID", "`codejury serve`: the GitHub App's id (with its private key: installation tokens)."),
     ("CODEJURY_GITHUB_APP_PRIVATE_KEY", "`codejury serve`: the GitHub App's private key, PEM text."),
     ("CODEJURY_GITHUB_APP_PRIVATE_KEY_FILE", "`codejury serve`: a file holding the GitHub App's private key."),
-    ("CODEJURY_GITHUB_API_URL", "`codejury serve`: the GitHub API for App tokens (GitHub Enterprise)."),
+    (
+        "CODEJURY_GITHUB_API_URL",
+        "The configured GitHub's API, reviews and App tokens alike (default: `https://api.github.com`, or"
+        " CODEJURY_GITHUB_URL + `/api/v3`; set alone, it gives CODEJURY_GITHUB_URL too).",
+    ),
 )
 """Variables codejury reads that are not config keys (keys, tokens, the embedded model)."""
 

@@ -226,8 +226,9 @@ class FileTable(_Table):
     )
     remote_config: str | None = Field(
         default=None,
-        description="URL of a JSON routing document fetched at start-up (see Remote routing in the README); "
-        '"" turns it off. A document that cannot be fetched or is malformed is one warning.',
+        description="URL of a JSON routing document fetched at start-up (see Remote routing in the README): "
+        'https (http only to a loopback host), redirects on its own host only, sent without any token; "" turns '
+        "it off. A document that cannot be fetched or is malformed is one warning.",
     )
     plugins: dict[Name, dict[str, Any]] = Field(
         default_factory=dict, description="[plugins.NAME]: settings a plugin reads (its own keys)."
@@ -285,8 +286,9 @@ class FileTable(_Table):
     instructions_url: str | None = Field(
         default=None,
         description="URL of the organisation's instructions template (Markdown), given to every reviewer after "
-        'the repository\'s own instructions; fetched within 2 s, at most 64 KB. "" turns it off. One that '
-        "cannot be fetched or is not a text document is one warning.",
+        "the repository's own instructions; https (http only to a loopback host), redirects on its own host "
+        'only, no token sent; fetched within 2 s, at most 64 KB. "" turns it off. One that cannot be fetched or '
+        "is not a text document is one warning.",
     )
     related_code_tokens: Annotated[int, Field(ge=0), TypeLabel("integer ≥ 0")] = Field(
         default=600,

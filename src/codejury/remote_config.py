@@ -8,8 +8,10 @@ Shape (every key optional)::
 
 It is fetched during ``post_configure`` within ``FETCH_TIMEOUT_S`` (the whole fetch, not each
 read: a server that drips bytes is cut off too), and its body is capped at ``MAX_BYTES`` while it
-arrives. Whatever goes wrong (a setting that is not an http(s) URL, an invalid URL, no answer, a
-redirect loop, an error status, an endless or oversized body, a body that is not JSON, nested
+arrives. The URL is ``https`` (``http`` only to a loopback host), redirects are followed only on
+its own host, and the request carries no token (``codejury.document_urls``). Whatever goes wrong
+(a setting that is not such a URL, an invalid URL, no answer, a redirect loop or a redirect to
+another host, an error status, an endless or oversized body, a body that is not JSON, nested
 too deeply, or not a routing object), the review goes on with the local configuration and one
 warning line says why.
 """
@@ -26,6 +28,7 @@ import httpx2
 
 from codejury.bounded_io import human_size, read_async
 from codejury.contexts import PostConfigureContext
+from codejury.document_urls import stream_same_origin, url_refusal
 from codejury.errors import RoutingError
 
 __all__ = ["FETCH_TIMEOUT_S", "MAX_BYTES", "Routing", "RoutingError", "fetch_routing", "parse_routing"]
@@ -109,14 +112,17 @@ def _checked_url(url: object) -> str:
         raise RoutingError("invalid URL: no host")
     if parsed.port is not None and not 0 < parsed.port < 65536:
         raise RoutingError(f"invalid URL: port {parsed.port} is out of range")
+    refused = url_refusal(url)
+    if refused is not None:
+        raise RoutingError(f"remote_config refused: {refused}")
     return url
 
 
 async def _fetch(url: str, timeout_s: float) -> bytes:
     headers = {"accept": "application/json", "accept-encoding": "identity"}
     async with (
-        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, max_redirects=MAX_REDIRECTS) as client,
-        client.stream("GET", url, headers=headers) as response,
+        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False) as client,
+        stream_same_origin(client, url, headers, max_redirects=MAX_REDIRECTS, error=RoutingError) as response,
     ):
         if response.status_code != 200:
             raise RoutingError(f"HTTP {response.status_code}")

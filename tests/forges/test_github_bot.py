@@ -78,6 +78,7 @@ def run(
         monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     else:
         monkeypatch.setenv("GITHUB_TOKEN", token)
+    monkeypatch.setenv("CODEJURY_GITHUB_URL", gh.api_url)  # the fake is the configured GitHub
     flags = ["--url", pr_url(gh, number)] if use_url else []
     code, out, err, _ = scripted_review(monkeypatch, [*flags, *args], findings, reviewer=reviewer)
     return code, out, err
@@ -223,7 +224,7 @@ def test_a_refused_comment_github_still_lists_is_the_only_one_moved(gh: FakeGitH
     from codejury.forges.github import GitHubPullRequest, Outcome
 
     async def scenario() -> list[str]:
-        target = target_from_url(pr_url(gh), {"GITHUB_TOKEN": ACTIONS})
+        target = target_from_url(pr_url(gh), {"GITHUB_TOKEN": ACTIONS, "CODEJURY_GITHUB_URL": gh.api_url})
         async with GitHubPullRequest(target) as pr:
             change = await pr.load_change()
             previous = await pr.load_previous()
@@ -298,12 +299,14 @@ def test_break_glass_by_a_reader_is_ignored_and_said_so(gh: FakeGitHub, monkeypa
 
 
 # -- forks, tokens, outages, failed reviews ------------------------------------------------------------
-def write_event(tmp_path: Path, gh: FakeGitHub, *, head_repo: str = REPO, name: str = "pull_request") -> dict[str, str]:
-    pull = gh.pull(7)
+def write_event(
+    tmp_path: Path, gh: FakeGitHub, *, head_repo: str = REPO, name: str = "pull_request", number: int = 7
+) -> dict[str, str]:
+    pull = gh.pull(number)
     event = {
-        "number": 7,
+        "number": number,
         "pull_request": {
-            "number": 7,
+            "number": number,
             "head": {"sha": pull.head_sha, "repo": {"full_name": head_repo}},
             "base": {"sha": pull.base_sha, "repo": {"full_name": REPO}},
         },
@@ -453,7 +456,8 @@ def test_targets_from_urls_and_from_an_actions_event(tmp_path: Path) -> None:
     assert (dotcom.api_url, dotcom.graphql_url, dotcom.repo, dotcom.number) == (
         "https://api.github.com", "https://api.github.com/graphql", "octo/app", 7,
     )  # fmt: skip
-    ghe = target_from_url("https://ghe.example.com/octo/app/pull/3", {"CODEJURY_GITHUB_TOKEN": "x", **env})
+    ghe_env = {"CODEJURY_GITHUB_TOKEN": "x", "CODEJURY_GITHUB_URL": "https://ghe.example.com", **env}
+    ghe = target_from_url("https://ghe.example.com/octo/app/pull/3", ghe_env)
     assert (ghe.api_url, ghe.graphql_url, ghe.token) == (
         "https://ghe.example.com/api/v3", "https://ghe.example.com/api/graphql", "x",
     )  # fmt: skip

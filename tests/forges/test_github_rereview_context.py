@@ -36,6 +36,7 @@ def gh(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
 def reviewed(gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, findings: Sequence[dict[str, Any]]) -> str:
     """Publish a review; return the (one) reviewer prompt, which carries the shared context inline."""
     monkeypatch.setenv("GITHUB_TOKEN", ACTIONS)
+    monkeypatch.setenv("CODEJURY_GITHUB_URL", gh.api_url)
     code, _, err, resolver = scripted_review(monkeypatch, ["--url", pr_url(gh), "--publish"], findings, tools=False)
     assert code == 0, err
     [prompt] = resolver.models["reviewer"].prompts

@@ -84,7 +84,7 @@ def test_instructions_and_rules_from_the_target_branch_reach_the_reviewers(
 async def test_load_change_prefetches_the_base_side_once_per_path(gl: FakeGitLab) -> None:
     reviewer = '+++\ndescription = "Checks the ledger"\ntier = "light"\n+++\nLook for ledger bugs.\n'
     gl.add_mr(1, 7, files={"app.py": (OLD, NEW)}, base_files={".codejury/reviewers/ledger.md": reviewer})
-    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN}
+    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "CODEJURY_GITLAB_URL": gl.url}
     async with GitLabMergeRequest(target_from_url(url(gl), env), env=env) as mr:
         change = await mr.load_change()
     assert isinstance(change.base, PrefetchedBase)

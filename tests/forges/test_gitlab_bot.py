@@ -68,6 +68,7 @@ def run(
         monkeypatch.delenv("CODEJURY_GITLAB_TOKEN", raising=False)
     else:
         monkeypatch.setenv("CODEJURY_GITLAB_TOKEN", token)
+    monkeypatch.setenv("CODEJURY_GITLAB_URL", gl.url)  # the fake is the configured GitLab
     flags = ["--url", url(gl, iid)] if use_url else []
     code, out, err, resolver = scripted_review(
         monkeypatch, [*flags, *args], findings, reviewer=reviewer, coordinator=coordinator, tools=tools
@@ -367,7 +368,7 @@ def test_the_approve_setting_must_be_a_boolean() -> None:
 
 
 def test_targets_from_a_url_and_from_ci_variables() -> None:
-    env = {"CODEJURY_GITLAB_TOKEN": "t0ken-123"}
+    env = {"CODEJURY_GITLAB_TOKEN": "t0ken-123", "CODEJURY_GITLAB_URL": "https://gitlab.example.com"}
     target = target_from_url("https://gitlab.example.com/group/sub/project/-/merge_requests/42/diffs", env)
     assert (target.api_url, target.project, target.iid) == (
         "https://gitlab.example.com/api/v4",
@@ -408,7 +409,7 @@ def test_a_thread_the_bot_resolved_without_a_reply_is_not_taken_for_a_humans(
             await api.resolve_discussion(1, 7, threads(gl)[5]["id"])
 
     asyncio.run(resolve_as_bot())
-    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN}
+    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "CODEJURY_GITLAB_URL": gl.url}
 
     async def previous() -> tuple[bool, bool]:
         async with gitlab_mod.GitLabMergeRequest(target_from_url(url(gl), env), env=env) as mr:

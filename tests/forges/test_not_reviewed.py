@@ -45,7 +45,7 @@ def not_reviewed() -> Review:
 
 
 async def _publish_gitlab(gl: FakeGitLab) -> list[str]:
-    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN}
+    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "CODEJURY_GITLAB_URL": gl.url}
     async with GitLabMergeRequest(gitlab_target(url(gl), env), env=env) as mr:
         change = await mr.load_change()
         previous = await mr.load_previous()
@@ -56,7 +56,7 @@ async def _publish_gitlab(gl: FakeGitLab) -> list[str]:
 
 
 async def _publish_github(gh: FakeGitHub, fail_on: str = "requested_changes") -> list[str]:  # noqa: F811
-    env = {"GITHUB_TOKEN": ACTIONS}
+    env = {"GITHUB_TOKEN": ACTIONS, "CODEJURY_GITHUB_URL": gh.api_url}
     async with GitHubPullRequest(github_target(pr_url(gh), env), env=env) as pr:
         change = await pr.load_change()
         previous = await pr.load_previous()

@@ -24,6 +24,12 @@ from codejury.hookspecs import hookimpl
 from codejury.plugins import collect_registry, make_plugin_manager
 
 ENV = {"CODEJURY_GITLAB_TOKEN": "glpat-registry-test", "GITHUB_TOKEN": "ghs_registry_test"}
+CONFIGURED_ENV = {
+    **ENV,
+    "CODEJURY_GITHUB_URL": "https://github.example.com",
+    "CODEJURY_GITLAB_URL": "http://127.0.0.1:8080",
+}
+"""Where the GitHub and GitLab of the URLs below are the configured ones."""
 
 
 def builtin_forges() -> dict[str, object]:
@@ -50,7 +56,8 @@ def test_the_builtin_plugin_registers_github_and_gitlab() -> None:
     ],
 )
 def test_a_url_goes_to_the_forge_whose_shape_it_has(url: str, adapter: type) -> None:
-    assert opened(url).func is adapter
+    configured = url.startswith(("https://github.example.com/", "http://127.0.0.1:8080/"))
+    assert opened(url, CONFIGURED_ENV if configured else ENV).func is adapter
 
 
 @pytest.mark.parametrize(

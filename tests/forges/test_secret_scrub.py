@@ -59,7 +59,7 @@ def _stored(requests: list[object]) -> str:
 
 
 def test_gitlab_comments_carry_no_secret(gl: FakeGitLab) -> None:  # noqa: F811
-    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "OPENAI_API_KEY": API_KEY}
+    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "CODEJURY_GITLAB_URL": gl.url, "OPENAI_API_KEY": API_KEY}
 
     async def publish() -> None:
         async with GitLabMergeRequest(gitlab_target(url(gl), env), env=env) as mr:
@@ -80,7 +80,7 @@ def test_gitlab_comments_carry_no_secret(gl: FakeGitLab) -> None:  # noqa: F811
 
 
 def test_github_review_summary_and_check_run_carry_no_secret(gh: FakeGitHub) -> None:  # noqa: F811
-    env = {"GITHUB_TOKEN": ACTIONS, "OPENAI_API_KEY": API_KEY}
+    env = {"GITHUB_TOKEN": ACTIONS, "CODEJURY_GITHUB_URL": gh.api_url, "OPENAI_API_KEY": API_KEY}
 
     async def publish() -> None:
         async with GitHubPullRequest(github_target(pr_url(gh), env), env=env) as pr:

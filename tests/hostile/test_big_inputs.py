@@ -71,6 +71,34 @@ def test_an_endless_fifo_as_the_diff(tmp_path: Path, endless_fifo: Path) -> None
     run.assert_bounded(WALL_S)
 
 
+@pytest.mark.parametrize("source", ["--diff", "--config"])
+def test_a_fifo_nobody_writes_to_ends_after_the_read_timeout(tmp_path: Path, source: str) -> None:
+    silent = tmp_path / "silent.fifo"
+    os.mkfifo(silent)
+    diff = tmp_path / "change.diff"
+    diff.write_bytes(DIFF)
+    args = ["--diff", str(silent)] if source == "--diff" else ["--diff", str(diff), "--config", str(silent)]
+    run = run_codejury(["review", *args, "--dry-run"], cwd=tmp_path, env={"CODEJURY_READ_TIMEOUT_S": "1"}, timeout_s=30)
+    run.assert_one_line_error(2, "silent.fifo", "sent nothing for 1 s")
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    run.assert_bounded(10.0)
+
+
+def test_a_diff_on_stdin_from_a_stalled_writer_ends_after_the_read_timeout(tmp_path: Path) -> None:
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to hand a pipe's read end to the child as its stdin")
+    read_end, write_end = os.pipe()  # the writer end stays open and silent until the run is over
+    try:
+        stalled = Path(f"/proc/self/fd/{read_end}")
+        run = run_codejury(["review", "--diff", "-", "--dry-run"], cwd=tmp_path, stdin_path=stalled,
+                           env={"CODEJURY_READ_TIMEOUT_S": "1"}, timeout_s=30)  # fmt: skip
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    run.assert_one_line_error(2, "the diff on stdin", "sent nothing for 1 s")
+    run.assert_bounded(10.0)
+
+
 def test_a_sparse_2_gb_diff_file(tmp_path: Path) -> None:
     big = sparse(tmp_path / "huge.diff", 2 << 30)
     run = run_codejury(["review", "--diff", str(big), "--dry-run"], cwd=tmp_path)

@@ -163,6 +163,8 @@ def test_a_review_to_a_disk_that_fills_up_is_printed_instead(
         (["--url", "  "], ["--url", "empty"]),
         (["--repo", f"/tmp/{LONG_NAME}"], ["--repo", "file name too long"]),
         (["--repo", "/no/such/checkout"], ["--repo", "no such directory"]),
+        (["--diff", f"/tmp/{LONG_NAME}"], ["diff file", "file name too long"]),
+        (["--diff", f"{'d' * 300}.diff"], ["diff file", "file name too long"]),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(tmp_path: Path, args: list[str], needles: list[str]) -> None:
@@ -178,6 +180,32 @@ def test_a_plugin_module_with_no_hooks_is_harmless(tmp_path: Path) -> None:
     run = run_codejury(["review", "--dry-run", "--diff", str(diff), "--plugin", "os.path"], cwd=tmp_path)
     assert run.rc == 0, run.stderr
     assert "Traceback" not in run.stderr and PATH in run.stdout
+
+
+def test_a_file_name_too_long_for_this_disk_is_reviewed_with_the_rest(
+    tmp_path: Path, server: FakeProviderServer
+) -> None:
+    """Git can name a file with a 300-byte component; no checkout here can hold it, so it is read from
+    the diff alone, and every analyzer still runs on the files that are there."""
+    repo = tmp_path / "repo"
+    (repo / "app/auth").mkdir(parents=True)
+    (repo / PATH).write_text(AUTH_NEW)
+    config = tmp_path / "codejury.toml"
+    config.write_text(
+        f'[providers.teamgw]\nbase_url = "{server.openai_base_url}"\napi_key_env = "TEAMGW_KEY"\n'
+        '[models]\ntop = "teamgw:big"\nstandard = "teamgw:mid"\nlight = "teamgw:small"\n'
+    )
+    far = "d" * 300 + "/settings.py"
+    key = "AKIA" + "2OGYBAH6QWERTY7Z"  # split so no scanner flags this test file itself
+    diff = tmp_path / "change.diff"
+    diff.write_text(unified_diff(PATH, AUTH_OLD, AUTH_NEW) + unified_diff(far, "", f'AWS_KEY = "{key}"\n'))
+    args = ["review", "--diff", str(diff), "--repo", str(repo), "--config", str(config), "--format", "json"]
+    run = review(args, cwd=tmp_path)
+    assert run.rc in (0, 1), run.stderr
+    assert "Traceback" not in run.stderr and "too long" not in run.stderr.lower(), run.stderr
+    findings = json.loads(run.stdout)["findings"]
+    assert {f["path"] for f in findings} == {PATH, far}, "the secret in the long-named file, ruff's hits in the other"
+    run.assert_bounded(wall_s=60)
 
 
 def test_a_diff_piped_without_diff_dash_says_how_to_read_it(tmp_path: Path) -> None:

@@ -175,6 +175,7 @@ def gl(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitLab]:
         server.add_token(FORGE_TOKEN, FakeGitLab.BOT)
         server.add_mr(1, 7, files={"app.py": (old, old.replace("line 5\n", "line five\n"))})
         monkeypatch.setenv("CODEJURY_GITLAB_TOKEN", FORGE_TOKEN)
+        monkeypatch.setenv("CODEJURY_GITLAB_URL", server.url)
         yield server
 
 

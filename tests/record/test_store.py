@@ -151,3 +151,12 @@ def test_a_store_written_by_an_earlier_version_is_upgraded_and_keeps_its_reviews
             assert len(conn.execute(select(schema.reviews.c.id)).all()) == 1
     finally:
         store.close()
+
+
+def test_a_record_names_the_breaker_states_the_breaker_has() -> None:
+    from typing import get_args
+
+    from codejury.record.model import BreakerStateName
+    from codejury.resilience.breaker import BreakerState
+
+    assert set(get_args(BreakerStateName)) == set(get_args(BreakerState))

@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from sqlalchemy import select
 
+from codejury.forges.hosts import forge_hosts
 from codejury.record.model import ReviewRecord
 from codejury.record.store import Store
 from codejury.record.target import sqlite_target
@@ -48,6 +49,9 @@ def state(tmp_path: Path) -> ServiceState:
         github_secret=GITHUB_SECRET,
         gitlab_token=GITLAB_TOKEN,
         ingest_token=INGEST_TOKEN,
+        hosts=forge_hosts(
+            {"CODEJURY_GITHUB_URL": "https://github.example", "CODEJURY_GITLAB_URL": "https://gitlab.example"}
+        ),
     )
 
 
@@ -231,6 +235,43 @@ async def test_ingest_stores_a_record_once_and_refuses_a_wrong_token(
         assert conn.execute(select(schema.reviews.c.repository)).scalars().all() == ["acme/widgets"]
 
 
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("verdict",), "lgtm"),
+        (("tier",), "<img src=x onerror=alert(1)>"),
+        (("findings", 0, "severity"), "blocker"),
+        (("reviewers", 0, "status"), "fine"),
+        (("breaker_transitions", 0, "to_state"), "exploded"),
+    ],
+)
+async def test_ingest_refuses_a_value_outside_its_closed_set_and_stores_nothing(
+    client: httpx2.AsyncClient, state: ServiceState, where: tuple[str | int, ...], value: str
+) -> None:
+    from tests.record import seed
+
+    good = seed.record(
+        review_kwargs={"findings": [seed.finding()], "reviewers": [seed.reviewer("security", "m")]}, breaker=True
+    )
+    document = json.loads(good.model_dump_json())
+    *path, key = where
+    target = document
+    for step in path:
+        target = target[step]
+    target[key] = value
+    ok = {"Authorization": f"Bearer {INGEST_TOKEN}"}
+    answer = await client.post("/api/ingest", content=json.dumps(document), headers=ok)
+    assert answer.status_code == 422 and "not a review record" in answer.json()["error"]
+    assert (await client.post("/api/ingest", content=good.model_dump_json(), headers=ok)).status_code == 200
+    assert state.store is not None
+    with state.store.connect() as conn:
+        from codejury.record import schema
+
+        assert conn.execute(select(schema.reviews.c.verdict, schema.reviews.c.tier)).all() == [
+            ("requested_changes", "full")
+        ], "only the valid record is stored"
+
+
 async def test_health_readiness_and_metrics(client: httpx2.AsyncClient, state: ServiceState) -> None:
     assert (await client.get("/healthz")).text == "ok"
     not_started = await client.get("/readyz")
@@ -248,13 +289,17 @@ async def test_health_readiness_and_metrics(client: httpx2.AsyncClient, state: S
     assert "codejury_reviews_total" in text or "# HELP codejury_reviews" in text
 
 
-async def test_the_dashboard_shows_an_ingested_review_and_opens_it(client: httpx2.AsyncClient) -> None:
+async def test_the_dashboard_shows_an_ingested_review_and_opens_it(
+    client: httpx2.AsyncClient, state: ServiceState
+) -> None:
+    state.dashboard_token = "dashboard-token-0123456789"
+    viewer = {"Authorization": "Bearer dashboard-token-0123456789"}
     record = ReviewRecord(tier="lite", verdict="requested_changes", repository="acme/widgets", change_id="!7")
     ok = {"Authorization": f"Bearer {INGEST_TOKEN}"}
     assert (await client.post("/api/ingest", content=record.model_dump_json(), headers=ok)).status_code == 200
-    page = await client.get("/dashboard")
+    page = await client.get("/dashboard", headers=viewer)
     assert page.status_code == 200 and "acme/widgets" in page.text
     assert f"/dashboard/reviews/{record.uid}" in page.text
-    one = await client.get(f"/dashboard/reviews/{record.uid}")
+    one = await client.get(f"/dashboard/reviews/{record.uid}", headers=viewer)
     assert one.status_code == 200 and "acme/widgets" in one.text
-    assert (await client.get("/dashboard/reviews/no-such-uid")).status_code == 404
+    assert (await client.get("/dashboard/reviews/no-such-uid", headers=viewer)).status_code == 404

@@ -31,6 +31,7 @@ from codejury.service.local_queue import LocalQueue
 from codejury.service.tables import jobs, make_engine
 from codejury.service.webhooks import ReviewRequest
 from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
+from codejury.testing.github.records import Reply
 from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.loopback import LoopbackServer, QuietHandler
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
@@ -108,7 +109,12 @@ def options(tmp_path: Path, **env: str) -> ServiceOptions:
 async def test_a_gitlab_push_is_reviewed_and_published_by_the_embedded_queue(
     gl: FakeGitLab, scripted: ScriptedResolver, tmp_path: Path
 ) -> None:
-    opts = options(tmp_path, CODEJURY_GITLAB_TOKEN=FakeGitLab.BOT_TOKEN, CODEJURY_GITLAB_WEBHOOK_TOKEN=GITLAB_TOKEN)
+    opts = options(
+        tmp_path,
+        CODEJURY_GITLAB_TOKEN=FakeGitLab.BOT_TOKEN,
+        CODEJURY_GITLAB_WEBHOOK_TOKEN=GITLAB_TOKEN,
+        CODEJURY_GITLAB_URL=gl.url,
+    )
     async with serving(build_service(opts, say=lambda line: None)) as base, httpx2.AsyncClient(base_url=base) as c:
         body, headers = gitlab_delivery(mr_event(f"{gl.url}/acme/widgets/-/merge_requests/7"))
         answer = await c.post("/webhooks/gitlab", content=body, headers=headers)
@@ -263,6 +269,31 @@ class FakeAppTokens(LoopbackServer):
         super().__init__(Handler)
 
 
+class FakeGitHubWithApp(FakeGitHub):
+    """The fake GitHub answering a GitHub App's ``POST /app/installations/{id}/access_tokens`` too, on
+    the same API as everything else (as GitHub does), with the App's JWT checked."""
+
+    def __init__(self, public_pem: bytes, app_id: str, token: str) -> None:
+        super().__init__("octo/app")
+        self.app_calls: list[int] = []
+        self._app = (public_pem, app_id, token)
+
+    def _serve(self, method: str, target: str, headers: dict[str, str], body: Any) -> Reply:
+        parts = target.split("?", 1)[0].strip("/").split("/")
+        if method != "POST" or parts[:2] != ["app", "installations"] or parts[3:] != ["access_tokens"]:
+            return super()._serve(method, target, headers, body)
+        public_pem, app_id, token = self._app
+        try:
+            claims = jwt.decode(headers.get("authorization", "").removeprefix("Bearer "), public_pem, ["RS256"])
+        except jwt.PyJWTError:
+            return Reply(401, {"message": "A JSON web token could not be decoded"})
+        if claims["iss"] != app_id:
+            return Reply(401, {"message": "Integration not found"})
+        self.app_calls.append(int(parts[2]))
+        expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Reply(201, {"token": token, "expires_at": expires})
+
+
 def rsa_pair() -> tuple[str, bytes]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     private = key.private_bytes(
@@ -295,7 +326,7 @@ async def test_a_github_app_delivery_is_reviewed_with_the_installation_token(
 ) -> None:
     monkeypatch.setattr(github_mod, "GitHubAPI", functools.partial(GitHubAPI, backoff_s=0.001))
     private, public = rsa_pair()
-    with FakeGitHub("octo/app") as gh, FakeAppTokens(public, "4242", "ghs_app_installation") as app_tokens:
+    with FakeGitHubWithApp(public, "4242", "ghs_app_installation") as gh:
         gh.add_user("alice")
         gh.add_token("ghs_app_installation", kind="actions")
         gh.add_pr(number=7, author="alice", files={"app.py": (OLD, NEW)}, body="Adds things.")
@@ -304,7 +335,7 @@ async def test_a_github_app_delivery_is_reviewed_with_the_installation_token(
             CODEJURY_GITHUB_WEBHOOK_SECRET=GITHUB_SECRET,
             CODEJURY_GITHUB_APP_ID="4242",
             CODEJURY_GITHUB_APP_PRIVATE_KEY=private,
-            CODEJURY_GITHUB_API_URL=app_tokens.origin,
+            CODEJURY_GITHUB_API_URL=gh.api_url,  # the fake is the configured GitHub, App tokens included
         )
         async with serving(build_service(opts, say=lambda line: None)) as base, httpx2.AsyncClient(base_url=base) as c:
             event = github_pr_event(f"{gh.api_url}/octo/app/pull/7", installation=31)
@@ -315,5 +346,5 @@ async def test_a_github_app_delivery_is_reviewed_with_the_installation_token(
                 return [x.body for x in gh.issue_comments(7) if x.user == ACTIONS_LOGIN and parse_summary(x.body)]
 
             await until(lambda: len(summaries()) == 1)
-        assert app_tokens.calls == [31]
+        assert gh.app_calls == [31]
         assert "Unchecked input" in summaries()[0]

@@ -64,20 +64,20 @@ def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str]) -> subproc
         )
 
 
-def _worker_env() -> dict[str, str]:
-    """A ``codejury worker``'s environment: the fake GitLab's bot token, nothing recorded."""
+def _worker_env(gl: FakeGitLab) -> dict[str, str]:
+    """A ``codejury worker``'s environment: the fake GitLab (its URL and bot token), nothing recorded."""
     return {
         **os.environ,
+        "CODEJURY_GITLAB_URL": gl.url,
         "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
         "CODEJURY_RECORD_URL": "none",
         "PYTHONPATH": str(ROOT / "src"),
     }
 
 
-def _service_options(url: str) -> ServiceOptions:
-    return ServiceOptions(
-        database=url, env={"CODEJURY_GITLAB_WEBHOOK_TOKEN": GITLAB_TOKEN, "CODEJURY_RECORD_URL": "none"}
-    )
+def _service_options(url: str, gl: FakeGitLab) -> ServiceOptions:
+    env = {"CODEJURY_GITLAB_WEBHOOK_TOKEN": GITLAB_TOKEN, "CODEJURY_GITLAB_URL": gl.url, "CODEJURY_RECORD_URL": "none"}
+    return ServiceOptions(database=url, env=env)
 
 
 async def _until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -91,7 +91,7 @@ async def test_a_killed_workers_review_is_finished_by_another_worker_without_dup
     new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
 ) -> None:
     url = new_pg_database()
-    env, opts = _worker_env(), _service_options(url)
+    env, opts = _worker_env(gl), _service_options(url, gl)
     workers: list[subprocess.Popen[bytes]] = []
     try:
         service = build_service(opts, say=lambda line: None)
@@ -129,7 +129,7 @@ async def test_a_review_command_is_queued_in_postgresql_and_a_worker_publishes_o
     new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
 ) -> None:
     url = new_pg_database()
-    env, opts = _worker_env(), _service_options(url)
+    env, opts = _worker_env(gl), _service_options(url, gl)
     note = gl.add_note(1, 7, "/codejury review", author="bob")
     async with serving(build_service(opts, say=lambda line: None)) as base, httpx2.AsyncClient(base_url=base) as client:
         body, headers = note_delivery(gl, note)

@@ -79,8 +79,9 @@ def on_changed_lines(evidence: Iterable[Evidence], changed: Mapping[str, frozens
 def head_files(change: ChangeSet, suffixes: Sequence[str] | None = None) -> list[str]:
     """Changed files (with added lines) that exist as regular files inside ``change.root``.
 
-    Paths stay relative to the root; a path that leaves the root (``..``, a symlink out) or a file
-    over ``MAX_ANALYZED_FILE_BYTES`` is left out. ``suffixes`` filters by file name ending.
+    Paths stay relative to the root; a path that leaves the root (``..``, a symlink out), cannot be
+    looked up (a name too long) or names a file over ``MAX_ANALYZED_FILE_BYTES`` is left out.
+    ``suffixes`` filters by file name ending.
     """
     if change.root is None:
         return []
@@ -89,10 +90,13 @@ def head_files(change: ChangeSet, suffixes: Sequence[str] | None = None) -> list
     for file in files_with_additions(change):
         if suffixes is not None and not file.path.lower().endswith(tuple(suffixes)):
             continue
-        target = (root / file.path).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
-            continue
-        if target.stat().st_size > MAX_ANALYZED_FILE_BYTES:
+        try:
+            target = (root / file.path).resolve()
+            if not target.is_relative_to(root) or not target.is_file():
+                continue
+            if target.stat().st_size > MAX_ANALYZED_FILE_BYTES:
+                continue
+        except OSError:  # a name too long for this file system: not on disk, so no analyzer reads it
             continue
         found.append(file.path)
     return found

@@ -23,6 +23,7 @@ The secret itself never goes into the evidence: messages show its first characte
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import re
 import tempfile
@@ -112,10 +113,15 @@ def _write_added_lines(root: Path, file: FileChange) -> str | None:
                 lines[line.new_no] = line.text.rstrip("\r\n")
     if not lines:
         return None
-    target = root / name
-    target.parent.mkdir(parents=True, exist_ok=True)
     last = max(lines)
-    target.write_text("\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", encoding="utf-8")
+    text = "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n"
+    try:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    except OSError:  # a name too long for this file system: scanned under a short one, same suffix
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = f"{digest}{PurePosixPath(parts[-1]).suffix[:16]}"
+        (root / name).write_text(text, encoding="utf-8")
     return name
 
 

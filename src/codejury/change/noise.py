@@ -262,10 +262,15 @@ def _head_reader(root: Path | None) -> Callable[[str], str | None] | None:
     base = root.resolve()
 
     def read(path: str) -> str | None:
-        p = (base / path).resolve()
-        if not p.is_relative_to(base) or not p.is_file():
+        """The file's first bytes as text; None when it is not there or cannot be read (a name too long
+        for this system: the file is then reviewed, as any file whose head is unknown)."""
+        try:
+            p = (base / path).resolve()
+            if not p.is_relative_to(base) or not p.is_file():
+                return None
+            with p.open("rb") as fh:
+                return fh.read(4096).decode("utf-8", errors="replace")
+        except OSError:
             return None
-        with p.open("rb") as fh:
-            return fh.read(4096).decode("utf-8", errors="replace")
 
     return read

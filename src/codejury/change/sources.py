@@ -15,7 +15,8 @@ they ask (``ChangeSet.head``), so the review reads what it needs, never the whol
 that cannot be read (an unreadable object, a file over the size cap) is listed in
 ``ChangeSet.left_out`` and missing to the tools, never fatal. Use the source as a context
 manager to remove the written files.
-Every read from outside (the diff, base-side files, stdin) is capped while it is read
+Every read from outside (the diff, base-side files, stdin) is capped while it is read, and a
+diff from a FIFO, a device or a pipe waits at most ``bounded_io.read_wait_s()`` for its writer
 (``bounded_io``).
 """
 
@@ -29,12 +30,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from codejury.bounded_io import MAX_DIFF_BYTES, MAX_REPO_TEXT_BYTES, read_path, read_stream
+from codejury.bounded_io import MAX_DIFF_BYTES, MAX_REPO_TEXT_BYTES, read_path, read_stdin, read_stream
 from codejury.change.diffparse import parse_diff
 from codejury.change.git import Git
 from codejury.change.head_export import Blob, changed_blobs, export_blobs
 from codejury.change.head_tree import HeadTree
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, ChangeSource
+from codejury.cli_io import shown_path
 from codejury.errors import InputError, SourceError
 
 __all__ = ["MAX_DIFF_BYTES", "DiffFileSource", "FileBaseReader", "GitBaseReader", "GitSource"]
@@ -244,10 +246,11 @@ class FileBaseReader(BaseReader):
         return target if target.is_relative_to(self._root) else None
 
     def read_text(self, path: str) -> str | None:
-        target = self._path(path)
-        if target is None or not target.is_file():
-            return None
+        """The file's text; None when it is not there or cannot be read (a name too long for this system)."""
         try:
+            target = self._path(path)
+            if target is None or not target.is_file():
+                return None
             with target.open("rb") as fh:
                 data = read_stream(fh, MAX_REPO_TEXT_BYTES, f"base-side file {path}", SourceError)
         except OSError:
@@ -255,14 +258,17 @@ class FileBaseReader(BaseReader):
         return data.decode("utf-8", errors="replace")
 
     def list_dir(self, directory: str) -> list[str]:
-        target = self._path(directory)
-        if target is None or not target.is_dir():
+        try:
+            target = self._path(directory)
+            if target is None or not target.is_dir():
+                return []
+            return sorted(
+                p.relative_to(self._root).as_posix()
+                for p in target.iterdir()
+                if p.is_file() and self._path(p.relative_to(self._root).as_posix()) is not None
+            )
+        except OSError:
             return []
-        return sorted(
-            p.relative_to(self._root).as_posix()
-            for p in target.iterdir()
-            if p.is_file() and self._path(p.relative_to(self._root).as_posix()) is not None
-        )
 
 
 class DiffFileSource(ChangeSource):
@@ -286,5 +292,5 @@ class DiffFileSource(ChangeSource):
 
     def _read(self) -> bytes:
         if self.path == "-":
-            return read_stream(sys.stdin.buffer, MAX_DIFF_BYTES, "the diff on stdin")
-        return read_path(Path(self.path), MAX_DIFF_BYTES, f"diff file {self.path}", SourceError)
+            return read_stdin(sys.stdin.buffer, MAX_DIFF_BYTES, "the diff on stdin")
+        return read_path(Path(self.path), MAX_DIFF_BYTES, f"diff file {shown_path(self.path)}", SourceError)

@@ -27,7 +27,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 from sqlalchemy import Connection, func, select
 
-from codejury.dashboard import charts
+from codejury.dashboard import CONTENT_SECURITY_POLICY, charts
 from codejury.dashboard.charts import Part
 from codejury.dashboard.detail import ReviewDetail, load_details, recent_reviews
 from codejury.dashboard.series import (
@@ -115,6 +115,7 @@ def environment() -> Environment:
     env.globals["verdict_color"] = lambda v: VERDICT_COLORS.get(v, "#6b7280")
     env.globals["severity_color"] = lambda s: SEVERITY_COLORS.get(s, "#6b7280")
     env.globals["finding_grounds"] = grounds
+    env.globals["content_security_policy"] = Markup(CONTENT_SECURITY_POLICY)  # a constant: its quotes stay quotes
     return env
 
 

@@ -5,6 +5,11 @@ finished (already scrubbed) ``Review`` and the run's redacted events, which carr
 itself does not: the change's identity (``change``), failbacks (``model_failback``), breaker
 transitions (``breaker``), who broke the glass and what became of the last review's findings on a
 forge re-review (``published``). ``PAYLOAD_VERSION`` is bumped when a field changes meaning.
+
+Every closed set is typed with the review's own (``Verdict``, ``Tier``, ``Severity``,
+``ReviewerStatus``, the breaker's states), so an ingest whose record names anything else is refused
+whole. Rows an older codejury stored are read as plain text by ``stats`` and the dashboard, which
+show an unknown value as it is (escaped) rather than fail on it.
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from codejury.findings import Review, ReviewerReport
+from codejury.findings import Review, ReviewerReport, ReviewerStatus, Severity, Tier, Verdict
 from codejury.fingerprint import unique_fingerprints
 
 PAYLOAD_VERSION = 1
 EarlierStatus = Literal["open", "fixed", "dismissed"]
+BreakerStateName = Literal["closed", "open", "half_open"]
+"""``resilience.breaker.BreakerState``, named here so reading a record never imports the model stack
+(a test keeps the two equal)."""
+BREAKER_STATES = frozenset(get_args(BreakerStateName))
 
 
 class ReviewerRun(BaseModel):
@@ -29,7 +38,7 @@ class ReviewerRun(BaseModel):
     name: str
     role: Literal["reviewer", "coordinator"] = "reviewer"
     model: str
-    status: str
+    status: ReviewerStatus
     error: str | None = None
     requests: int = 0
     input_tokens: int = 0
@@ -46,7 +55,7 @@ class FindingRecord(BaseModel):
     fingerprint: str
     reviewer: str
     category: str
-    severity: str
+    severity: Severity
     path: str
     start_line: int
     end_line: int
@@ -64,8 +73,8 @@ class Failback(BaseModel):
 
 class BreakerTransition(BaseModel):
     model: str
-    from_state: str
-    to_state: str
+    from_state: BreakerStateName
+    to_state: BreakerStateName
 
 
 class EarlierFinding(BaseModel):
@@ -88,8 +97,8 @@ class ReviewRecord(BaseModel):
     repository: str = ""
     change_id: str = ""
     head_sha: str = ""
-    tier: str
-    verdict: str
+    tier: Tier
+    verdict: Verdict
     judged: bool = True
     break_glass: bool = False
     break_glass_by: list[str] = Field(default_factory=list)
@@ -156,10 +165,9 @@ def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> R
             for e in _of_type(events, "model_failback")
         ],
         breaker_transitions=[
-            BreakerTransition(
-                model=str(e.get("model")), from_state=str(e.get("from_state")), to_state=str(e.get("to_state"))
-            )
+            BreakerTransition(model=str(e.get("model")), from_state=e["from_state"], to_state=e["to_state"])
             for e in _of_type(events, "breaker")
+            if e.get("from_state") in BREAKER_STATES and e.get("to_state") in BREAKER_STATES
         ],
         earlier_findings=[
             EarlierFinding(fingerprint=fp, status=status, disputed=fp in disputed)

@@ -1,8 +1,12 @@
 """``codejury stats`` output: the ``Stats`` tables as markdown, a terminal (rich) view, or JSON.
 
 ``stats_tables(stats)`` lays every table out once as (title, headers, rows of strings); markdown
-and the terminal only draw it. Names from the store (reviewers, categories, models) are
-cleaned of control characters and, in markdown, of table syntax.
+and the terminal only draw it. Everything from the store (verdicts, tiers, reviewers, categories,
+models, whatever an ingest or an older codejury wrote) is text, never markup: in markdown each cell
+goes through ``markdown_text`` (the forge comments' ``safe_line``: no HTML, mention, quick action or
+code span; every ``|``, ``[`` and ``]`` escaped; all on one line), so the output can be pasted into a
+merge request comment or a CI job summary as it is. The terminal view cleans control and escape
+sequences and hands rich ``Text`` objects, which never read ``[style]`` markup. JSON needs neither.
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from codejury.forges.safety import safe_line
 from codejury.record.stats import ActedOnRow, Spread, Stats
 from codejury.render import one_line
+
+_CELL_ESCAPES = str.maketrans({"|": "\\|", "[": "\\[", "]": "\\]"})
 
 
 @dataclass(frozen=True)
@@ -175,11 +182,18 @@ def _scope(stats: Stats) -> str:
     return f"{stats.reviews:,} reviews since {since}, {where} ({stats.store})"
 
 
-def render_stats_markdown(stats: Stats) -> str:
-    def cell(text: str) -> str:
-        return one_line(text).replace("|", "\\|") or " "
+def markdown_text(text: str) -> str:
+    """``text`` from the store on one markdown line (a table cell, the scope line), rendering as the text it is.
 
-    lines = ["# codejury stats", "", one_line(_scope(stats)), ""]
+    Its backslashes and backticks are escaped first, so ``safe_line`` opens no code span and every
+    character after it stands behind an even run of backslashes: one more before each ``|``, ``[``
+    and ``]`` keeps the cell in its column and stops a link or an image."""
+    literal = safe_line(text.replace("\\", "\\\\").replace("`", "\\`"))
+    return literal.translate(_CELL_ESCAPES) or " "
+
+
+def render_stats_markdown(stats: Stats) -> str:
+    lines = ["# codejury stats", "", markdown_text(_scope(stats)), ""]
     for table in stats_tables(stats):
         lines += [f"## {table.title}", ""]
         if not table.rows:
@@ -187,7 +201,7 @@ def render_stats_markdown(stats: Stats) -> str:
             continue
         lines.append("| " + " | ".join(table.headers) + " |")
         lines.append("|" + "|".join("---" for _ in table.headers) + "|")
-        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
+        lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in table.rows]
         lines += ["", f"_{table.note}_", ""] if table.note else [""]
     return "\n".join(lines).rstrip() + "\n"
 

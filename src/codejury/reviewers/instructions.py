@@ -11,7 +11,9 @@ already given (a ``CLAUDE.md`` symlinked to ``AGENTS.md``) is given once.
 An organisation-wide template (``instructions_url``) is fetched within ``FETCH_TIMEOUT_S`` for
 the whole fetch and capped at ``MAX_TEMPLATE_BYTES`` while it arrives; a server that does not
 answer in time, answers an error, sends too much, or sends something that is not a text document
-costs one warning and the review goes on without it. It comes last (the farthest from the code).
+costs one warning and the review goes on without it. Its URL is ``https`` (``http`` only to a
+loopback host), redirects are followed only on its own host, and the request carries no token
+(``codejury.document_urls``). It comes last (the farthest from the code).
 
 Everything shares one budget of characters (``instructions_max_chars``): what does not fit is
 cut or left out, nearest kept first, and ``render_instructions`` returns one line saying what was
@@ -29,6 +31,7 @@ import httpx2
 
 from codejury.bounded_io import human_size, read_async
 from codejury.change.types import BaseReader
+from codejury.document_urls import stream_same_origin, url_refusal
 from codejury.errors import CodejuryError
 
 INSTRUCTION_NAMES: tuple[str, ...] = ("AGENTS.md", "CLAUDE.md", ".codejury/instructions.md")
@@ -235,14 +238,17 @@ def _checked_url(url: str) -> str:
         raise _TemplateUnusable("invalid URL") from exc
     if not parsed.host:
         raise _TemplateUnusable("invalid URL: no host")
+    refused = url_refusal(url)
+    if refused is not None:
+        raise _TemplateUnusable(refused)
     return url
 
 
 async def _fetch(url: str, timeout_s: float, max_bytes: int) -> str:
     headers = {"accept": "text/markdown, text/plain;q=0.9, */*;q=0.1", "accept-encoding": "identity"}
     async with (
-        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, max_redirects=5) as client,
-        client.stream("GET", url, headers=headers) as response,
+        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False) as client,
+        stream_same_origin(client, url, headers, max_redirects=5, error=_TemplateUnusable) as response,
     ):
         if response.status_code != 200:
             raise _TemplateUnusable(f"HTTP {response.status_code}")

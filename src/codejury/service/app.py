@@ -4,25 +4,33 @@ Routes:
 
 - ``POST /webhooks/github``, ``POST /webhooks/gitlab``: mounted only for a forge whose secret is
   set (``CODEJURY_GITHUB_WEBHOOK_SECRET``, ``CODEJURY_GITLAB_WEBHOOK_TOKEN``); the order is body
-  cap (413), authentication (401, nothing kept), JSON (400), skip rules (202 with the reason),
-  replay (200 ``duplicate``), then the job is queued (202 ``queued`` or ``coalesced``); no review
-  ever runs inside the request, so the answer comes in milliseconds;
+  cap (413), authentication (401, nothing kept), JSON (400 ``bad_payload``, also for arrays and
+  objects nested deeper than 64 levels, refused before parsing), skip rules (202 with the reason),
+  a merge request URL off the configured forge (403 ``foreign_host``, one log line, nothing kept),
+  replay (200 ``duplicate``: the delivery header was seen, or the event its authenticated payload
+  names, ``deliveries.event_identity``, whatever header it came with), then the job is queued (202
+  ``queued`` or ``coalesced``); no review ever runs inside the request, so the answer comes in
+  milliseconds;
 - ``POST /api/ingest``: a ``ReviewRecord`` from a CI job's recorder (``Authorization: Bearer``
   ``CODEJURY_INGEST_TOKEN``, constant-time; 404 when no token is configured), written to the store;
 - ``GET /metrics`` (Prometheus: the reviews this process ran, and deliveries by outcome),
   ``GET /healthz`` (the process answers), ``GET /readyz`` (the queue and the store answer: 503
-  with the reasons otherwise).
-
+  with the reasons otherwise);
 - ``GET /dashboard`` and ``GET /dashboard/reviews/{uid}``: the ``codejury dashboard`` page of the
-  service's store, and each review in full (no authentication of its own: keep the service behind
-  the organisation's proxy or network, see docs/service.md).
+  service's store, and each review in full. Only for a request with ``CODEJURY_DASHBOARD_TOKEN``
+  (``Authorization: Bearer``, or HTTP Basic with the token as password, which a browser prompts
+  for), or with the header an authentication proxy sets (``CODEJURY_DASHBOARD_USER_HEADER``), or
+  for anyone with ``CODEJURY_DASHBOARD_PUBLIC``; otherwise 401 before the store is read. Every
+  answer carries the pages' Content-Security-Policy (plus ``frame-ancestors 'none'``),
+  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and ``Cache-Control: no-store``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -35,11 +43,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from codejury.dashboard import CONTENT_SECURITY_POLICY
 from codejury.errors import CodejuryError
+from codejury.forges.hosts import ForgeHosts, forge_hosts
 from codejury.record.model import ReviewRecord
 from codejury.record.schema import StoreError
 from codejury.record.store import Store
-from codejury.service.deliveries import Deliveries
+from codejury.service.commands import DASHBOARD_PUBLIC_ENV, DASHBOARD_TOKEN_ENV, DASHBOARD_USER_HEADER_ENV
+from codejury.service.deliveries import Deliveries, event_identity
 from codejury.service.webhooks import (
     GITHUB_SECRET_ENV,
     GITLAB_TOKEN_ENV,
@@ -50,6 +61,7 @@ from codejury.service.webhooks import (
     gitlab_request,
     gitlab_token_valid,
     parse_json,
+    refused_url,
 )
 from codejury.telemetry.metrics import ReviewMetrics, render_metrics
 
@@ -57,6 +69,13 @@ MAX_WEBHOOK_BYTES = 1_000_000
 """GitHub caps payloads at 25 MB, but a pull-request event is a few tens of kB: a megabyte is plenty."""
 MAX_INGEST_BYTES = 5_000_000
 DASHBOARD_PATH = "/dashboard"
+DASHBOARD_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY + "; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+"""On every dashboard answer: the pages' own policy (and no framing, which only a header can forbid)."""
 
 
 class ReviewQueue(Protocol):
@@ -79,10 +98,18 @@ class ServiceState:
     github_secret: str = field(default="", repr=False)
     gitlab_token: str = field(default="", repr=False)
     ingest_token: str = field(default="", repr=False)
+    dashboard_token: str = field(default="", repr=False)
+    """Opens the dashboard: ``Authorization: Bearer TOKEN``, or HTTP Basic with it as the password."""
+    dashboard_user_header: str = ""
+    """A header the authentication proxy in front sets (``X-Auth-Request-User``): present, the dashboard opens."""
+    dashboard_public: bool = False
+    """The dashboard opens to anyone who reaches the service."""
     metrics: ReviewMetrics = field(default_factory=ReviewMetrics)
     max_webhook_bytes: int = MAX_WEBHOOK_BYTES
     max_ingest_bytes: int = MAX_INGEST_BYTES
     say: Callable[[str], None] = lambda line: None
+    hosts: ForgeHosts = field(default_factory=lambda: forge_hosts({}))
+    """The configured forges: the only hosts a delivery's merge request may be on."""
     webhook_outcomes: Counter = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +118,15 @@ class ServiceState:
             "Webhook deliveries by forge and outcome (queued, coalesced, duplicate, skipped, unauthorized...).",
             ["forge", "outcome"],
             registry=self.metrics.registry,
+        )
+
+    def dashboard_note(self) -> str | None:
+        """Why the dashboard answers every request 401, or None when it can be opened."""
+        if self.store is None or self.dashboard_public or self.dashboard_token or self.dashboard_user_header:
+            return None
+        return (
+            f"/dashboard answers 401: set {DASHBOARD_TOKEN_ENV}, {DASHBOARD_USER_HEADER_ENV} (the header "
+            f"your authentication proxy sets) or {DASHBOARD_PUBLIC_ENV}=1"
         )
 
     def webhook_routes_note(self) -> str | None:
@@ -144,18 +180,23 @@ async def _webhook(
         return _answer(state, forge, "unauthorized", 401, error="the delivery's signature or token does not match")
     delivery = request.headers.get(delivery_header, "").strip()
     try:
-        asked = read(request.headers.get(event_header, ""), parse_json(body), delivery)
+        payload = parse_json(body)
+        asked = read(request.headers.get(event_header, ""), payload, delivery)
     except ValueError as exc:
         return _answer(state, forge, "bad_payload", 400, error=str(exc).splitlines()[0][:200])
     if isinstance(asked, Skipped):
         return _answer(state, forge, "skipped", 202, reason=asked.reason)
-    if delivery and not await state.deliveries.claim(forge, delivery):
+    refused = refused_url(asked, state.hosts)
+    if refused is not None:
+        state.say(f"{forge} delivery refused: {refused}")
+        return _answer(state, forge, "foreign_host", 403, error=refused)
+    event = event_identity(asked, payload)
+    if not await state.deliveries.claim(forge, delivery, event):
         return _answer(state, forge, "duplicate", 200, key=asked.key)
     try:
         outcome = await state.queue.submit(asked)
     except Exception as exc:
-        if delivery:
-            await state.deliveries.release(forge, delivery)
+        await state.deliveries.release(forge, delivery, event)
         state.say(f"{asked.key}: could not queue the review: {type(exc).__name__}")
         return _answer(state, forge, "queue_unavailable", 503, error="the review could not be queued; retry")
     return _answer(state, forge, outcome, 202, key=asked.key)
@@ -234,7 +275,7 @@ def _routes(state: ServiceState) -> list[BaseRoute]:
         routes.append(Route("/webhooks/github", github, methods=["POST"]))
     if state.gitlab_token:
         routes.append(Route("/webhooks/gitlab", gitlab, methods=["POST"]))
-    routes.extend(_dashboard(state.store))
+    routes.extend(_dashboard(state))
     return routes
 
 
@@ -246,13 +287,53 @@ def _store_answers(store: Store) -> bool:
     return True
 
 
-def _dashboard(store: Store | None) -> Sequence[BaseRoute]:
-    """The dashboard's pages at ``DASHBOARD_PATH`` (the ``codejury dashboard`` page, each review on its own)."""
+def _dashboard_allows(state: ServiceState, request: Request) -> bool:
+    """Whether ``request`` may see the dashboard: the public setting, the token (constant-time), or the
+    authentication proxy's header."""
+    if state.dashboard_public:
+        return True
+    if state.dashboard_token and _presents_token(request.headers.get("authorization", ""), state.dashboard_token):
+        return True
+    return bool(state.dashboard_user_header and request.headers.get(state.dashboard_user_header, "").strip())
+
+
+def _presents_token(authorization: str, token: str) -> bool:
+    """``Bearer TOKEN``, or ``Basic`` with any user name and ``TOKEN`` as the password (a browser's prompt)."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    presented = credentials.strip()
+    if scheme.lower() == "basic":
+        try:
+            presented = base64.b64decode(presented, validate=True).decode("utf-8").partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            return False
+    elif scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(token.encode(), presented.encode("utf-8", "replace"))
+
+
+def _dashboard(state: ServiceState) -> Sequence[BaseRoute]:
+    """The dashboard's pages at ``DASHBOARD_PATH`` (the ``codejury dashboard`` page, each review on its own),
+    each answered 401 before the store is read unless ``_dashboard_allows`` the request."""
+    store = state.store
     if store is None:
         return []
 
     def link(uid: str) -> str:
         return f"{DASHBOARD_PATH}/reviews/{quote(uid, safe='')}"
+
+    def guarded(page: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            if _dashboard_allows(state, request):
+                response = await page(request)
+            else:
+                challenge = 'Basic realm="codejury dashboard", charset="UTF-8"' if state.dashboard_token else "Bearer"
+                response = PlainTextResponse(
+                    "the dashboard needs its token or your sign-in proxy", 401, {"WWW-Authenticate": challenge}
+                )
+            response.headers.update(DASHBOARD_HEADERS)
+            return response
+
+        return endpoint
 
     async def overview(request: Request) -> Response:
         from codejury.dashboard.page import render_dashboard  # the page's templates load on first use
@@ -275,8 +356,8 @@ def _dashboard(store: Store | None) -> Sequence[BaseRoute]:
         return HTMLResponse(page)
 
     return [
-        Route(DASHBOARD_PATH, overview, methods=["GET"]),
-        Route(DASHBOARD_PATH + "/reviews/{uid}", review, methods=["GET"]),
+        Route(DASHBOARD_PATH, guarded(overview), methods=["GET"]),
+        Route(DASHBOARD_PATH + "/reviews/{uid}", guarded(review), methods=["GET"]),
     ]
 
 

@@ -12,6 +12,7 @@ on any machine that reaches the database, run the reviews.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,14 @@ from codejury.errors import ConfigError
 
 DATABASE_ENV = "CODEJURY_DATABASE_URL"
 INGEST_TOKEN_ENV = "CODEJURY_INGEST_TOKEN"
+DASHBOARD_TOKEN_ENV = "CODEJURY_DASHBOARD_TOKEN"
+DASHBOARD_USER_HEADER_ENV = "CODEJURY_DASHBOARD_USER_HEADER"
+DASHBOARD_PUBLIC_ENV = "CODEJURY_DASHBOARD_PUBLIC"
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_BROWSER_HEADERS = frozenset(
+    ("accept", "accept-encoding", "accept-language", "authorization", "cache-control", "connection", "cookie",
+     "host", "origin", "pragma", "referer", "user-agent")
+)  # fmt: skip
 
 
 def _say(line: str) -> None:
@@ -45,6 +54,10 @@ class ServiceOptions:
     remote_config: str | None = None
     max_inline: int = 20
     retry_backoff_s: float = 30.0
+    dashboard_user_header: str = ""
+    """``--dashboard-user-header``: the header an authentication proxy sets for a signed-in user."""
+    dashboard_public: bool = False
+    """``--dashboard-public``: the dashboard opens to anyone who reaches the service."""
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -102,6 +115,17 @@ def _job_runner(opts: ServiceOptions, record_url: str | None, metrics: Any, say:
     return JobRunner(setup, opts.env, app_tokens=tokens_from_env(opts.env), metrics=metrics, say=say)
 
 
+def _user_header(name: str) -> str:
+    """``--dashboard-user-header`` checked: a header name that browsers do not send of their own."""
+    name = name.strip()
+    if name and (not _HEADER_NAME.match(name) or name.lower() in _BROWSER_HEADERS):
+        raise ConfigError(
+            f"--dashboard-user-header {name!r}: expected the name of the header your authentication proxy "
+            "sets for a signed-in user (X-Auth-Request-User, X-Forwarded-User…), not one every browser sends"
+        )
+    return name
+
+
 def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> Any:
     """The Starlette app of ``codejury serve``; its lifespan opens the queue and starts the local runners."""
     from codejury.record.store import Store
@@ -111,6 +135,7 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
     from codejury.service.webhooks import GITHUB_SECRET_ENV, GITLAB_TOKEN_ENV
     from codejury.telemetry.metrics import ReviewMetrics
 
+    user_header = _user_header(opts.dashboard_user_header)
     target, tables = _store_and_queue_targets(opts)
     metrics = ReviewMetrics()
     runner = _job_runner(opts, None if target.kind == "none" else target.url, metrics, say)
@@ -133,15 +158,19 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
         github_secret=opts.env.get(GITHUB_SECRET_ENV, "").strip(),
         gitlab_token=opts.env.get(GITLAB_TOKEN_ENV, "").strip(),
         ingest_token=opts.env.get(INGEST_TOKEN_ENV, "").strip(),
+        dashboard_token=opts.env.get(DASHBOARD_TOKEN_ENV, "").strip(),
+        dashboard_user_header=user_header,
+        dashboard_public=opts.dashboard_public,
         metrics=metrics,
         say=say,
+        hosts=runner.hosts,
     )
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        note = state.webhook_routes_note()
-        if note:
-            say(note)
+        for note in (state.webhook_routes_note(), state.dashboard_note()):
+            if note:
+                say(note)
         if pg_app is not None:
             from codejury.service.pg_queue import apply_schema
 
@@ -253,6 +282,8 @@ def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
         config_file=flags.get("config_file"),
         remote_config=flags.get("remote_config"),
         max_inline=flags.get("max_inline", 20),
+        dashboard_user_header=flags.get("dashboard_user_header") or "",
+        dashboard_public=bool(flags.get("dashboard_public")),
         env=dict(os.environ),
     )
 
@@ -260,14 +291,28 @@ def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every one).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port to listen on.")
+@click.option(
+    "--dashboard-user-header",
+    envvar=DASHBOARD_USER_HEADER_ENV,
+    metavar="NAME",
+    help="Open /dashboard to requests carrying this header, set by the authentication proxy in front "
+    f"(X-Auth-Request-User; env {DASHBOARD_USER_HEADER_ENV}). Only where every request comes through that proxy.",
+)
+@click.option(
+    "--dashboard-public",
+    is_flag=True,
+    envvar=DASHBOARD_PUBLIC_ENV,
+    help=f"Open /dashboard to anyone who reaches the service (env {DASHBOARD_PUBLIC_ENV}=1).",
+)
 @_review_options
 def serve_command(host: str, port: int, **flags: Any) -> None:
-    """Run the review service: GitHub/GitLab webhooks, the CI ingest endpoint, /metrics, /healthz, /readyz.
+    """Run the review service: GitHub/GitLab webhooks, the CI ingest endpoint, /metrics, /healthz, /readyz, /dashboard.
 
     Webhook secrets: CODEJURY_GITHUB_WEBHOOK_SECRET, CODEJURY_GITLAB_WEBHOOK_TOKEN (a forge without one
-    gets no route); ingest token: CODEJURY_INGEST_TOKEN; forge tokens: CODEJURY_GITLAB_TOKEN, a GitHub
-    App (CODEJURY_GITHUB_APP_ID and CODEJURY_GITHUB_APP_PRIVATE_KEY[_FILE]) or CODEJURY_GITHUB_TOKEN.
-    See docs/service.md.
+    gets no route); ingest token: CODEJURY_INGEST_TOKEN; dashboard token: CODEJURY_DASHBOARD_TOKEN (or
+    --dashboard-user-header, --dashboard-public: otherwise /dashboard answers 401); forge tokens:
+    CODEJURY_GITLAB_TOKEN, a GitHub App (CODEJURY_GITHUB_APP_ID and CODEJURY_GITHUB_APP_PRIVATE_KEY[_FILE])
+    or CODEJURY_GITHUB_TOKEN. See docs/service.md.
     """
     import uvicorn
 

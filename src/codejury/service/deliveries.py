@@ -1,22 +1,74 @@
-"""Which webhook deliveries were already received: GitHub's ``X-GitHub-Delivery``, GitLab's ``Idempotency-Key``.
+"""Which webhook deliveries were already received: by their header, and by what their payload names.
 
 A forge redelivers the same delivery (a retry, a replay from its settings page) with the same
-identifier: ``claim`` records it and says whether it is new, in one insert, so two copies
-arriving at once cannot both pass. ``release`` forgets one whose review could not be queued, so
-the forge's next attempt is not taken for a replay. Entries older than ``KEEP_DAYS`` are pruned.
+identifier (GitHub's ``X-GitHub-Delivery``, GitLab's ``Idempotency-Key``). That header is not
+covered by authentication (GitHub signs only the body; GitLab's token is a header of its own), so
+anyone holding a captured delivery could send it again under a fresh identifier. Each delivery
+that asks for a job is therefore also known by ``event_identity``: the event as its authenticated
+payload names it (for a push, the merge request's ids, the action, the head commit and the time
+the forge stamped on it; for a comment, the comment's id), hashed. ``claim`` records both keys in
+one insert and says whether the delivery is new: a delivery that repeats either one is a replay,
+and two copies arriving at once cannot both pass. ``release`` forgets a delivery whose review
+could not be queued, so the forge's next attempt is not taken for a replay. Entries older than
+``KEEP_DAYS`` are pruned.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
 
 from codejury.service.tables import deliveries, in_db_thread, utcnow
+from codejury.service.webhooks import ReviewRequest
 
 KEEP_DAYS = 7
 MAX_ID_CHARS = 200
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def event_identity(request: ReviewRequest, payload: Mapping[str, Any]) -> str:
+    """What the authenticated payload says this event is, hashed: equal for a replay of it, whatever
+    its headers, and different for every other push or comment.
+
+    Only the payload is read (its kind too: a header could be changed), with ``request``, which was
+    read from it: GitHub ``pull_request`` the pull request's id, repository and number, the action,
+    the head SHA and ``updated_at``; a GitHub comment its id and URL (issue and review comments are
+    numbered apart); GitLab merge request ``object_attributes.id``, project and iid, the action,
+    ``last_commit.id``, ``oldrev`` and ``updated_at``; a GitLab note its id and action.
+    """
+    parts: list[object] = [request.forge, request.key, request.head_sha]
+    if request.forge == "github":
+        if request.chat is not None:
+            comment = _object(payload.get("comment"))
+            parts += ["comment", comment.get("id"), comment.get("html_url") or comment.get("url")]
+        else:
+            pull = _object(payload.get("pull_request"))
+            parts += ["pull_request", pull.get("id"), pull.get("updated_at")]
+        parts.append(payload.get("action"))
+    else:
+        attrs = _object(payload.get("object_attributes"))
+        parts += [payload.get("object_kind"), attrs.get("id"), attrs.get("action")]
+        if request.chat is None:
+            parts += [attrs.get("oldrev"), attrs.get("updated_at")]
+    text = "\x1f".join("" if part is None else str(part) for part in parts)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _keys(forge: str, delivery: str, event: str) -> list[str]:
+    """The rows of one delivery: ``forge#event`` always, ``forge:delivery-id`` when the header was sent
+    (the two spellings cannot meet: a forge's name holds neither ``#`` nor ``:``)."""
+    keys = [f"{forge}#{event}"]
+    if delivery:
+        keys.append(f"{forge}:{delivery[:MAX_ID_CHARS]}")
+    return keys
 
 
 class Deliveries:
@@ -26,14 +78,17 @@ class Deliveries:
         self.engine = engine
         self._claimed = 0
 
-    async def claim(self, forge: str, delivery: str) -> bool:
-        """True when ``delivery`` is new (and is now recorded), False for a replay."""
-        return await in_db_thread(self.engine, lambda: self._claim(f"{forge}:{delivery[:MAX_ID_CHARS]}"))
+    async def claim(self, forge: str, delivery: str, event: str) -> bool:
+        """True when the delivery is new (its keys are now recorded), False for a replay: its
+        ``delivery`` header or its ``event`` (``event_identity``) was already received."""
+        keys = _keys(forge, delivery, event)
+        return await in_db_thread(self.engine, lambda: self._claim(keys))
 
-    def _claim(self, key: str) -> bool:
+    def _claim(self, keys: list[str]) -> bool:
+        now = utcnow()
         try:
             with self.engine.begin() as conn:
-                conn.execute(deliveries.insert().values(id=key, received_at=utcnow()))
+                conn.execute(deliveries.insert().values([{"id": key, "received_at": now} for key in keys]))
         except IntegrityError:
             return False
         self._claimed += 1
@@ -41,12 +96,12 @@ class Deliveries:
             self._prune()
         return True
 
-    async def release(self, forge: str, delivery: str) -> None:
-        key = f"{forge}:{delivery[:MAX_ID_CHARS]}"
+    async def release(self, forge: str, delivery: str, event: str) -> None:
+        keys = _keys(forge, delivery, event)
 
         def forget() -> None:
             with self.engine.begin() as conn:
-                conn.execute(delete(deliveries).where(deliveries.c.id == key))
+                conn.execute(delete(deliveries).where(deliveries.c.id.in_(keys)))
 
         await in_db_thread(self.engine, forget)
 

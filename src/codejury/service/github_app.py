@@ -8,7 +8,8 @@ so a review never starts with a token about to lapse. Keys and tokens never appe
 
 Settings (environment): ``CODEJURY_GITHUB_APP_ID``, the private key as PEM text in
 ``CODEJURY_GITHUB_APP_PRIVATE_KEY`` or a file named by ``CODEJURY_GITHUB_APP_PRIVATE_KEY_FILE``,
-and ``CODEJURY_GITHUB_API_URL`` for GitHub Enterprise (``https://HOST/api/v3``).
+and for GitHub Enterprise its API: the configured GitHub's (``CODEJURY_GITHUB_API_URL``, or
+``CODEJURY_GITHUB_URL`` + ``/api/v3``; ``codejury.forges.hosts``), the one the reviews use.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ import jwt
 
 from codejury.errors import ConfigError
 from codejury.forges.errors import ForgeAuthError, ForgeUnavailable
+from codejury.forges.hosts import github_instance
 
 APP_ID_ENV = "CODEJURY_GITHUB_APP_ID"
 KEY_ENV = "CODEJURY_GITHUB_APP_PRIVATE_KEY"
 KEY_FILE_ENV = "CODEJURY_GITHUB_APP_PRIVATE_KEY_FILE"
-API_URL_ENV = "CODEJURY_GITHUB_API_URL"
 DEFAULT_API_URL = "https://api.github.com"
 REFRESH_MARGIN_S = 300.0
 JWT_LIFETIME_S = 540
@@ -128,6 +129,6 @@ def tokens_from_env(env: Mapping[str, str]) -> GitHubAppTokens | None:
             raise ConfigError(f"{KEY_FILE_ENV}: cannot read the GitHub App private key file {key_file}") from exc
     if not key:
         raise ConfigError(f"{APP_ID_ENV} is set but neither {KEY_ENV} nor {KEY_FILE_ENV} gives the App's private key")
-    tokens = GitHubAppTokens(app_id, key, env.get(API_URL_ENV, "").strip() or DEFAULT_API_URL)
+    tokens = GitHubAppTokens(app_id, key, github_instance(env).api_url)
     tokens.app_jwt()  # a key that cannot sign is refused at start-up, not at the first review
     return tokens

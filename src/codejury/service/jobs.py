@@ -8,6 +8,10 @@ service's store as ``CODEJURY_RECORD_URL`` unless one is set, and a recorder tha
 review in the service's ``/metrics``. Jobs run on the runner's ``ReviewLoop`` (a loop in a thread
 of its own), never on the loop that answers webhooks.
 
+Before anything is fetched (an App token included), the job's merge request URL is checked
+against the configured forges again (``refused_url``): a job queued by an older version, or
+written into the PostgreSQL queue by anyone, never sends a token to another host.
+
 Outcomes: ``ForgeUnavailable`` (429, 5xx, network, after the client's own retries) propagates,
 so the queue retries the job later with backoff; a review that failed (no reviewer succeeded:
 the failure note is posted) or a refusal (bad token, a merge request with no changes) ends the
@@ -25,8 +29,9 @@ from typing import TYPE_CHECKING
 
 from codejury.errors import CodejuryError, InternalError, ReviewFailed
 from codejury.forges.errors import ForgeUnavailable
+from codejury.forges.hosts import forge_hosts
 from codejury.service.review_loop import ReviewLoop
-from codejury.service.webhooks import ReviewRequest
+from codejury.service.webhooks import ReviewRequest, refused_url
 
 if TYPE_CHECKING:
     from codejury.service.github_app import GitHubAppTokens
@@ -68,6 +73,8 @@ class JobRunner:
         self.app_tokens = app_tokens
         self.metrics = metrics
         self.say = say
+        self.hosts = forge_hosts(self.env)
+        """The configured forges (``ConfigError`` at start-up for a malformed setting)."""
         self.submit: Submit | None = None
         """How a chat job queues a review (``/codejury review``): the service's or worker's queue."""
         self.reviews = ReviewLoop()
@@ -84,6 +91,9 @@ class JobRunner:
     async def run(self, request: ReviewRequest) -> str:
         """Review and publish ``request``'s merge request (or carry out its chat command) on the review
         loop; returns a one-line outcome for the log."""
+        refused = refused_url(request, self.hosts)
+        if refused is not None:
+            return f"refused, nothing fetched: {refused}"
         home = asyncio.get_running_loop()
         env = await self.job_env(request)  # here: the App's tokens and their locks belong to this loop
         submit = self.submit

@@ -15,6 +15,11 @@ Which deliveries become reviews:
   closed or merged changes, other actions and other events (GitHub's ``ping`` is answered);
 - comments (GitHub ``issue_comment`` and ``pull_request_review_comment``, GitLab ``Note Hook``)
   are read by ``service.chat``: a command becomes a chat job.
+
+A review or chat job is only for the configured forge (``refused_url``): a payload whose merge
+request URL names another host, or another project or number than the payload's own
+(``project.path_with_namespace``, ``repository.full_name``), is refused before anything is
+queued or fetched.
 """
 
 from __future__ import annotations
@@ -25,14 +30,20 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from itertools import accumulate
 from typing import Any, Literal
 
+from codejury.errors import InputError
+from codejury.forges.github.target import pull_request_on
+from codejury.forges.gitlab.target import merge_request_on
+from codejury.forges.hosts import ForgeHosts
 from codejury.service.chat import (
     GITHUB_CHAT_EVENTS,
     GITLAB_CHAT_EVENT,
     ChatCommand,
     github_chat_request,
     gitlab_chat_request,
+    review_key,
 )
 
 ForgeName = Literal["github", "gitlab"]
@@ -41,6 +52,11 @@ GITLAB_TOKEN_ENV = "CODEJURY_GITLAB_WEBHOOK_TOKEN"
 GITHUB_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review")
 GITLAB_ACTIONS = ("open", "reopen", "update")
 _GITLAB_BOT = re.compile(r"^(project|group)_\d+_bot(_[0-9a-f]+)?$")
+MAX_JSON_DEPTH = 64
+"""Arrays and objects nested deeper than this are refused (a real GitHub or GitLab event is under 15)."""
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_NOT_BRACKET_OR_QUOTE = bytes(b for b in range(256) if b not in b'"[]{}')
+_BRACKET_STEP = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
 
 
 @dataclass(frozen=True)
@@ -105,9 +121,28 @@ def _object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def parse_json(body: bytes) -> dict[str, Any]:
-    """The delivery's JSON object; ValueError for anything else."""
-    data = json.loads(body)
+def json_depth(body: bytes) -> int:
+    """How deep ``body``'s arrays and objects nest, counted on its bytes without parsing it.
+
+    Escapes (``\\x``) go first, so every ``"`` left opens or closes a string; the brackets outside
+    strings are then summed, ``[``/``{`` as +1 and ``]``/``}`` as -1 (C-speed byte operations only).
+    """
+    if b"\\" in body:
+        body = _ESCAPE.sub(b"", body)
+    outside = b"".join(body.translate(None, _NOT_BRACKET_OR_QUOTE).split(b'"')[::2])
+    steps = memoryview(outside.translate(_BRACKET_STEP)).cast("b")
+    return max(accumulate(steps), default=0)
+
+
+def parse_json(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
+    """The delivery's JSON object; ValueError for anything else, and before parsing for one nested
+    deeper than ``max_depth`` (the parser would recurse once per level)."""
+    if json_depth(body) > max_depth:
+        raise ValueError(f"the payload nests deeper than {max_depth} levels")
+    try:
+        data = json.loads(body)
+    except RecursionError:  # a body in another encoding than UTF-8, which the byte count cannot read
+        raise ValueError(f"the payload nests deeper than {max_depth} levels") from None
     if not isinstance(data, dict):
         raise ValueError("the payload is not a JSON object")
     return data
@@ -178,3 +213,22 @@ def gitlab_request(event: str, payload: Mapping[str, Any], delivery: str) -> Rev
         head_sha=str(last_commit or ""),
         delivery=delivery,
     )
+
+
+def refused_url(request: ReviewRequest, hosts: ForgeHosts) -> str | None:
+    """Why no token may be used for ``request``'s URL (not a merge request's, another host, or another
+    project or number than the payload's), in one line of at most 300 characters; None when it is
+    on the configured forge and names the payload's own merge request."""
+    try:
+        if request.forge == "gitlab":
+            project, iid = merge_request_on(hosts.gitlab, request.url)
+            named = f"gitlab:{project}!{iid}"
+        else:
+            repo, number = pull_request_on(hosts.github, request.url)
+            named = f"github:{repo}#{number}"
+    except InputError as exc:
+        return str(exc)[:300]
+    payload = review_key(request)
+    if named.casefold() != payload.casefold():
+        return f"the URL names {named}, the payload {payload}"
+    return None

@@ -13,6 +13,7 @@ from codejury.forges.github.target import (
     GitHubTarget,
     github_token,
     is_pull_request_url,
+    pull_request_on,
     target_from_env,
     target_from_url,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "check_conclusion",
     "github_token",
     "is_pull_request_url",
+    "pull_request_on",
     "same_login",
     "target_from_env",
     "target_from_url",

@@ -1,9 +1,10 @@
 """Which GitHub pull request to review: from its URL, or from the GitHub Actions run this is.
 
 ``GitHubTarget``: the REST and GraphQL URLs, repository, PR number and token
-(``CODEJURY_GITHUB_TOKEN``, else ``GITHUB_TOKEN``), from a PR URL (``target_from_url``; GitHub
-Enterprise: ``https://HOST/api/v3``) or a GitHub Actions ``pull_request`` / ``pull_request_target``
-run (``target_from_env``). A ``pull_request`` run from a fork gets a read-only token: the target
+(``CODEJURY_GITHUB_TOKEN``, else ``GITHUB_TOKEN``), from a PR URL (``target_from_url``: the URL
+only picks the pull request; it must be on the configured GitHub, ``codejury.forges.hosts``, whose
+API gets the token) or a GitHub Actions ``pull_request`` / ``pull_request_target`` run
+(``target_from_env``). A ``pull_request`` run from a fork gets a read-only token: the target
 says so and nothing is posted.
 """
 
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 
 from codejury.errors import InputError
 from codejury.forges.github.api import ACTIONS_BOT_LOGIN, DEFAULT_API_URL
+from codejury.forges.hosts import ForgeInstance, github_instance
 
 TOKEN_ENVS = ("CODEJURY_GITHUB_TOKEN", "GITHUB_TOKEN")
 TOKEN_HINT = "CODEJURY_GITHUB_TOKEN (or GITHUB_TOKEN)"
@@ -61,20 +63,25 @@ def is_pull_request_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.netloc) and bool(_PR_PATH.match(parts.path.strip("/")))
 
 
-def target_from_url(url: str, env: Mapping[str, str]) -> GitHubTarget:
-    """``https://github.com/o/r/pull/7`` → ``api.github.com``; ``https://HOST/o/r/pull/7`` → ``HOST/api/v3``."""
+def pull_request_on(instance: ForgeInstance, url: str) -> tuple[str, int]:
+    """``(owner/repo, number)`` of a pull request URL on ``instance``; ``InputError`` for another shape or host."""
     parts = urlsplit(url.strip())
-    match = _PR_PATH.match(parts.path.strip("/"))
-    if parts.scheme not in ("http", "https") or not parts.netloc or match is None:
+    if parts.scheme not in ("http", "https") or not parts.netloc or not _PR_PATH.match(parts.path.strip("/")):
         raise InputError(f"not a GitHub pull request URL: {url!r} (expected {URL_SHAPE})")
-    if parts.netloc.lower() in ("github.com", "www.github.com"):
-        api_url, graphql_url = DEFAULT_API_URL, DEFAULT_API_URL + "/graphql"
-    else:
-        api_url = f"{parts.scheme}://{parts.netloc}/api/v3"
-        graphql_url = f"{parts.scheme}://{parts.netloc}/api/graphql"
+    match = _PR_PATH.match(instance.path_of(url.strip()).strip("/"))
+    if match is None:
+        raise InputError(f"not a GitHub pull request URL below {instance.web_url} (expected {URL_SHAPE})")
+    return match["repo"], int(match["number"])
+
+
+def target_from_url(url: str, env: Mapping[str, str]) -> GitHubTarget:
+    """``https://github.com/o/r/pull/7`` → ``api.github.com``;
+    on GitHub Enterprise (``CODEJURY_GITHUB_URL``), its API."""
+    instance = github_instance(env)
+    repo, number = pull_request_on(instance, url)
     token, _ = github_token(env)
     login = env.get(BOT_LOGIN_ENV) or None
-    return GitHubTarget(api_url, graphql_url, match["repo"], int(match["number"]), token, bot_login=login)
+    return GitHubTarget(instance.api_url, instance.graphql_url, repo, number, token, bot_login=login)
 
 
 def target_from_env(env: Mapping[str, str]) -> GitHubTarget | None:

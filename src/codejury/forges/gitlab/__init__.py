@@ -12,6 +12,7 @@ from codejury.forges.gitlab.target import (
     GitLabTarget,
     gitlab_token,
     is_merge_request_url,
+    merge_request_on,
     target_from_env,
     target_from_url,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "GitLabTarget",
     "gitlab_token",
     "is_merge_request_url",
+    "merge_request_on",
     "target_from_env",
     "target_from_url",
 ]

@@ -2,7 +2,8 @@
 
 ``GitLabTarget``: the API URL, project, MR iid and token (``CODEJURY_GITLAB_TOKEN`` only), from
 an MR URL (``target_from_url``; ``is_merge_request_url`` says whether a URL has that shape) or a
-merge request pipeline's variables (``target_from_env``).
+merge request pipeline's variables (``target_from_env``). A URL only picks the merge request: it
+must be on the configured GitLab (``codejury.forges.hosts``), whose API gets the token.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 
 from codejury.errors import InputError
 from codejury.forges.gitlab.api import TOKEN_ENV
+from codejury.forges.hosts import ForgeInstance, gitlab_instance
 
 URL_SHAPE = "https://HOST/GROUP/PROJECT/-/merge_requests/N"
 _MR_URL = re.compile(r"^(?P<project>.+?)/-/merge_requests/(?P<iid>\d+)(?:/.*)?$")
@@ -46,14 +48,23 @@ def is_merge_request_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.netloc) and bool(_MR_URL.match(parts.path.strip("/")))
 
 
-def target_from_url(url: str, env: Mapping[str, str]) -> GitLabTarget:
-    """``https://host/group/sub/project/-/merge_requests/42`` → API ``https://host/api/v4``, ``group/sub/project``."""
+def merge_request_on(instance: ForgeInstance, url: str) -> tuple[str, int]:
+    """``(project path, iid)`` of a merge request URL on ``instance``; ``InputError`` for another shape or host."""
     parts = urlsplit(url.strip())
-    match = _MR_URL.match(parts.path.strip("/"))
-    if parts.scheme not in ("http", "https") or not parts.netloc or match is None:
+    if parts.scheme not in ("http", "https") or not parts.netloc or not _MR_URL.match(parts.path.strip("/")):
         raise InputError(f"not a GitLab merge request URL: {url!r} (expected {URL_SHAPE})")
-    api_url = f"{parts.scheme}://{parts.netloc}/api/v4"
-    return GitLabTarget(api_url, match["project"], int(match["iid"]), gitlab_token(env))
+    match = _MR_URL.match(instance.path_of(url.strip()).strip("/"))
+    if match is None:
+        raise InputError(f"not a GitLab merge request URL below {instance.web_url} (expected {URL_SHAPE})")
+    return match["project"], int(match["iid"])
+
+
+def target_from_url(url: str, env: Mapping[str, str]) -> GitLabTarget:
+    """``https://host/group/sub/project/-/merge_requests/42`` on the configured GitLab → its API,
+    ``group/sub/project``."""
+    instance = gitlab_instance(env)
+    project, iid = merge_request_on(instance, url)
+    return GitLabTarget(instance.api_url, project, iid, gitlab_token(env))
 
 
 def target_from_env(env: Mapping[str, str]) -> GitLabTarget | None:
