@@ -53,22 +53,28 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
-## Engine scale and token economy (scripted model), publishing against the fake forges, the review service under webhook load,
-## then the embedded model's timings and recall.
+# Options given to every benchmark: `make bench BENCH_FLAGS=--smoke` runs each at its smoke size (seconds each, the
+# scripted model only: what the test suite runs, tests/test_benchmarks.py).
+BENCH_FLAGS ?=
+# In the order make bench runs them: the scripted model, the fake forges and provider first, the embedded model last.
+BENCHMARKS := engine publish stats dashboard telemetry index analyzers service chaos run
+
+## Engine scale and token economy (scripted model), publishing against the fake forges, the review store, dashboard,
+## telemetry, repository index and analyzers, the review service under webhook load, the chaos run,
+## then the embedded model's timings and recall. Each benchmark takes --smoke (see BENCH_FLAGS).
+## Every benchmark runs even when one before it fails or misses a target; make bench then names them and exits 1.
 ## Review quality is measured separately (hours on the embedded model): make eval-dev, make eval-golden.
 bench: $(STAMP)
-	$(PY) benchmarks/engine.py
-	$(PY) benchmarks/publish.py
-	$(PY) benchmarks/run.py
-	$(PY) benchmarks/stats.py
-	$(PY) benchmarks/dashboard.py
-	$(PY) benchmarks/telemetry.py
-	$(PY) benchmarks/index.py
-	$(PY) benchmarks/service.py
+	@failed=""; \
+	for name in $(BENCHMARKS); do \
+		echo "$(PY) benchmarks/$$name.py $(BENCH_FLAGS)"; \
+		$(PY) benchmarks/$$name.py $(BENCH_FLAGS) || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make bench: exited non-zero (a crash or a missed target):$$failed" >&2; exit 1; fi
 
-## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers.
+## 50 reviews against the fault-injection provider server: completion, findings lost, p50/p99, breakers (in make bench too).
 chaos: $(STAMP)
-	$(PY) benchmarks/chaos.py
+	$(PY) benchmarks/chaos.py $(BENCH_FLAGS)
 
 EVAL_DEV ?= ../shared/evalsets/aacr-dev
 

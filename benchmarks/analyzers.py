@@ -1,11 +1,13 @@
 """Measure the built-in analyzers on the bundled golden set and the demo change.
 
-Usage: python benchmarks/analyzers.py   (prints, per case, which planted problems got evidence
-on their lines, how many hits landed elsewhere, and the time per analyzer)
+Usage: python benchmarks/analyzers.py [--smoke]   (prints, per case, which planted problems got
+evidence on their lines, how many hits landed elsewhere, and the time per analyzer; ``--smoke``:
+the first 3 golden cases and the demo change)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import difflib
 import json
@@ -58,8 +60,15 @@ def score(case_id: str, change: ChangeSet, expected: list[dict[str, object]]) ->
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="smoke size: 3 golden cases and the demo change")
+    args = parser.parse_args()
+    cases = (GOLDEN / "golden" / "cases.jsonl").read_text().splitlines()
+    if args.smoke:
+        cases = cases[:3]
+        print(f"smoke size: {len(cases)} golden cases and the demo change")
     rows = []
-    for line in (GOLDEN / "golden" / "cases.jsonl").read_text().splitlines():
+    for line in cases:
         case = json.loads(line)
         tree = GOLDEN / "golden" / case["tree"]
         rows.append(score(case["id"], tree_change(tree / "base", tree / "head"), case["expected"]))

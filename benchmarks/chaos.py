@@ -6,7 +6,9 @@ without Retry-After, quota, hangs, slow drips, dropped connections, malformed JS
 truncated output). Every reviewer has a failback chain of two models on the same provider.
 Prints completion rate, findings lost against the fault-free run, p50/p99 wall time,
 breaker transitions and reviews that ended without approval because nothing could judge
-them. Usage: python benchmarks/chaos.py [--reviews N] [--seed S] [--fault-rate R]
+them. Exit status 1 when a finding of a reviewer that succeeded is missing from its review.
+Usage: python benchmarks/chaos.py [--reviews N] [--seed S] [--fault-rate R] [--smoke]
+(``--smoke``: 3 reviews.)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def settings_for(base_url: str, stall_s: float) -> Any:
         "reviewers": {n: {"model": f"chaos:{n}-a"} for n in names},
         "failback": {
             **{f"chaos:{n}-a": f"chaos:{n}-b" for n in names},
-            **{f"chaos:{n}-b": None for n in names},
+            **{f"chaos:{n}-b": "" for n in names},  # "" ends the chain
         },
         "stall_timeout_s": stall_s,
         "heartbeat_s": 600,
@@ -62,7 +64,7 @@ async def one_review(change: Any, settings: Any, events: Any) -> tuple[Any, floa
     return result, time.monotonic() - started
 
 
-async def run(reviews: int, seed: int, rate: float) -> None:
+async def run(reviews: int, seed: int, rate: float) -> int:
     from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
 
     from codejury.models import registry
@@ -142,19 +144,24 @@ async def run(reviews: int, seed: int, rate: float) -> None:
         f"reviews published unjudged (coordinator chain exhausted): {unjudged}, of which without approval: "
         f"{no_approval}"
     )
+    return 1 if lost else 0
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reviews", type=int, default=50)
+    parser.add_argument("--reviews", type=int, help="reviews in each run (default 50; 3 with --smoke)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--fault-rate", type=float, default=0.3)
+    parser.add_argument("--smoke", action="store_true", help="smoke size: seconds")
     args = parser.parse_args()
+    reviews = args.reviews or (3 if args.smoke else 50)
+    if args.smoke:
+        print(f"smoke size: {reviews} reviews")
     from pydantic_ai import models
 
     models.ALLOW_MODEL_REQUESTS = True
-    asyncio.run(run(args.reviews, args.seed, args.fault_rate))
+    return asyncio.run(run(reviews, args.seed, args.fault_rate))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

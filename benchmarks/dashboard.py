@@ -1,6 +1,6 @@
 """`codejury dashboard` over 100,000 recorded reviews.
 
-    python benchmarks/dashboard.py [--reviews N] [--store PATH]
+    python benchmarks/dashboard.py [--reviews N] [--store PATH] [--smoke]
 
 1. Seeds N reviews (default 100,000) over 30 days into a fresh SQLite store with the stats
    benchmark's seeding (``benchmarks/stats.py``), then records 50 complete reviews (findings with
@@ -10,6 +10,9 @@
    imports, queries, rendering, writing), best of 3; target <= 2 s. Then ``--since 7d``.
 3. Prints where the time goes in-process: each read alone (a stats table and its series over time
    come from one read), all of them at once as the command reads them, and rendering.
+
+``--smoke``: 1,000 reviews, 10 of them complete, one command run per period; the targets are printed,
+not enforced.
 """
 
 from __future__ import annotations
@@ -53,22 +56,22 @@ def _stats_benchmark() -> object:
     return module
 
 
-def seed(path: Path, n: int) -> None:
+def seed(path: Path, n: int, full: int = 50) -> None:
     started = time.perf_counter()
     _stats_benchmark().seed_store(path, n, random.Random(16))  # type: ignore[attr-defined]
     store = Store(sqlite_target(path))
     now = datetime.now(UTC)
-    for i in range(50):
-        record = showcase_record(now - timedelta(minutes=5 * (50 - i)))
+    for i in range(full):
+        record = showcase_record(now - timedelta(minutes=5 * (full - i)))
         store.write(record.model_copy(update={"uid": f"full-{i}"}))
     store.close()
     print(f"seeding took {time.perf_counter() - started:.1f} s; store {path.stat().st_size / 1e6:.0f} MB")
 
 
-def time_command(path: Path, since: str, out: Path) -> list[float]:
+def time_command(path: Path, since: str, out: Path, runs: int = 3) -> list[float]:
     command = [sys.executable, "-m", "codejury.cli", "dashboard", "--store", f"sqlite:///{path}", "--since", since]
     times = []
-    for _ in range(3):
+    for _ in range(runs):
         started = time.perf_counter()
         done = subprocess.run([*command, "-o", str(out)], capture_output=True, text=True, check=False)
         times.append(time.perf_counter() - started)
@@ -111,16 +114,20 @@ def breakdown(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reviews", type=int, default=100_000)
+    parser.add_argument("--reviews", type=int, help="reviews to seed (default 100,000; 1,000 with --smoke)")
     parser.add_argument("--store", type=Path, help="keep the seeded store here (reused when it exists)")
+    parser.add_argument("--smoke", action="store_true", help="smoke size: seconds, targets printed, not enforced")
     args = parser.parse_args()
+    args.reviews = args.reviews or (1_000 if args.smoke else 100_000)
+    if args.smoke:
+        print(f"smoke size: {args.reviews:,} reviews, 10 of them complete, one command run per period")
     with tempfile.TemporaryDirectory(prefix="codejury-bench-dashboard-") as tmp:
         path = args.store or Path(tmp) / "reviews.sqlite3"
         if not path.exists():
-            seed(path, args.reviews)
+            seed(path, args.reviews, full=10 if args.smoke else 50)
         out = Path(tmp) / "dashboard.html"
         for since in ("all", "7d"):
-            times = time_command(path, since, out)
+            times = time_command(path, since, out, runs=1 if args.smoke else 3)
             print(
                 f"codejury dashboard --since {since} over {args.reviews:,} reviews (new process): best "
                 f"{min(times):.2f} s, runs {', '.join(f'{t:.2f}' for t in times)} s (target <= 2 s); "

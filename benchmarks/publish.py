@@ -15,7 +15,8 @@ run also reads which files changed since the last reviewed commit (the compare A
 the ``codejury`` check run, as ``codejury review --publish`` does in a workflow.
 
 Publishing should grow with the number of findings and threads only, and run independent calls
-concurrently where the API allows. Usage: python benchmarks/publish.py [--latency S]
+concurrently where the API allows. Usage: python benchmarks/publish.py [--latency S] [--smoke]
+(``--smoke``: 5 ms per call, a first review of 5 findings, a re-review of 10 threads with 2 fixed.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import argparse
 import asyncio
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,18 @@ sys.path.insert(0, str(ROOT))
 
 PATH = "app/service.py"
 LINES = 400
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Findings of each first review; earlier threads of the re-review, and how many of them a push fixed."""
+
+    first: tuple[int, ...] = (5, 20, 40)
+    earlier: int = 50
+    fixed: int = 10
+
+
+SMOKE = Sizes(first=(5,), earlier=10, fixed=2)
 
 
 def texts(changed: set[int], suffix: str) -> tuple[str, str]:
@@ -89,11 +102,11 @@ def inline_threads(gl: Any) -> int:
     return sum(1 for d in gl.discussions(1, 7) if d["notes"][0].get("position"))
 
 
-async def gitlab(latency: float) -> None:
+async def gitlab(latency: float, sizes: Sizes) -> None:
     from codejury.testing.gitlab import FakeGitLab
 
     # 1. First review, 20 findings (and 5 and 40, to show what the cost grows with).
-    for count in (5, 20, 40):
+    for count in sizes.first:
         lines = list(range(5, 5 * count + 5, 5))
         with FakeGitLab(latency_s=latency) as gl:
             gl.add_mr(1, 7, files={PATH: texts(set(lines), "limit")})
@@ -102,11 +115,11 @@ async def gitlab(latency: float) -> None:
             print(f"gitlab first review, {count} findings: {calls} API calls, {wall:.2f} s ({threads} inline threads)")
 
     # 2. Re-review: 50 earlier threads, a push rewrote the lines of 10 of them.
-    lines = list(range(5, 255, 5))
-    fixed = set(lines[:10])
+    lines = list(range(5, 5 * sizes.earlier + 5, 5))
+    fixed = set(lines[: sizes.fixed])
     with FakeGitLab(latency_s=0.0) as gl:
         gl.add_mr(1, 7, files={PATH: texts(set(lines), "limit")})
-        await publish_once(gl, review_with(lines), max_inline=50)
+        await publish_once(gl, review_with(lines), max_inline=sizes.earlier)
         old, new = texts(set(lines), "limit")
         _, fixed_text = texts(set(lines) - fixed, "limit")
         fixed_text = "".join(
@@ -115,10 +128,10 @@ async def gitlab(latency: float) -> None:
         )
         gl.push(1, 7, files={PATH: (old, fixed_text)})
         gl.latency_s = latency
-        calls, wall, posted = await publish_once(gl, review_with(lines[10:]), max_inline=50)
+        calls, wall, posted = await publish_once(gl, review_with(lines[sizes.fixed :]), max_inline=sizes.earlier)
         resolved = sum(1 for d in gl.discussions(1, 7) if d["notes"][0].get("position") and d["notes"][0]["resolved"])
         print(
-            f"gitlab re-review, 50 earlier threads, 10 fixed: {calls} API calls, {wall:.2f} s "
+            f"gitlab re-review, {sizes.earlier} earlier threads, {sizes.fixed} fixed: {calls} API calls, {wall:.2f} s "
             f"({inline_threads(gl)} inline threads, {resolved} resolved, {len(posted)} actions)"
         )
 
@@ -160,9 +173,9 @@ def bot_threads(gh: Any) -> list[Any]:
     return [t for t in gh.threads(7) if t.comments[0].user == ACTIONS_LOGIN]
 
 
-async def github(latency: float) -> None:
+async def github(latency: float, sizes: Sizes) -> None:
     # 1. First review, 20 findings (and 5 and 40, to show what the cost grows with).
-    for count in (5, 20, 40):
+    for count in sizes.first:
         lines = list(range(5, 5 * count + 5, 5))
         with github_fake(latency, {PATH: texts(set(lines), "limit")}) as gh:
             calls, wall, _ = await publish_github_once(gh, review_with(lines), max_inline=count)
@@ -170,10 +183,10 @@ async def github(latency: float) -> None:
             print(f"github first review, {count} findings: {calls} API calls, {wall:.2f} s ({threads} inline threads)")
 
     # 2. Re-review: 50 earlier threads, a push rewrote the lines of 10 of them.
-    lines = list(range(5, 255, 5))
-    fixed = set(lines[:10])
+    lines = list(range(5, 5 * sizes.earlier + 5, 5))
+    fixed = set(lines[: sizes.fixed])
     with github_fake(0.0, {PATH: texts(set(lines), "limit")}) as gh:
-        await publish_github_once(gh, review_with(lines), max_inline=50)
+        await publish_github_once(gh, review_with(lines), max_inline=sizes.earlier)
         old, _ = texts(set(lines), "limit")
         _, fixed_text = texts(set(lines) - fixed, "limit")
         fixed_text = "".join(
@@ -182,22 +195,27 @@ async def github(latency: float) -> None:
         )
         gh.push(7, {PATH: (old, fixed_text)})
         gh.latency_s = latency
-        calls, wall, posted = await publish_github_once(gh, review_with(lines[10:]), max_inline=50)
+        calls, wall, posted = await publish_github_once(gh, review_with(lines[sizes.fixed :]), max_inline=sizes.earlier)
         after = bot_threads(gh)
         resolved = sum(1 for t in after if t.is_resolved)
         print(
-            f"github re-review, 50 earlier threads, 10 fixed: {calls} API calls, {wall:.2f} s "
+            f"github re-review, {sizes.earlier} earlier threads, {sizes.fixed} fixed: {calls} API calls, {wall:.2f} s "
             f"({len(after)} inline threads, {resolved} resolved, {len(posted)} actions)"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every API call")
+    parser.add_argument("--latency", type=float, help="seconds added to every API call (default 0.05)")
+    parser.add_argument("--smoke", action="store_true", help="smoke size: seconds, targets printed, not enforced")
     args = parser.parse_args()
-    print(f"latency per API call: {args.latency * 1000:.0f} ms")
-    asyncio.run(gitlab(args.latency))
-    asyncio.run(github(args.latency))
+    latency = args.latency if args.latency is not None else 0.005 if args.smoke else 0.05
+    sizes = SMOKE if args.smoke else Sizes()
+    if args.smoke:
+        print("smoke size: a first review of 5 findings, a re-review of 10 threads with 2 fixed")
+    print(f"latency per API call: {latency * 1000:.0f} ms")
+    asyncio.run(gitlab(latency, sizes))
+    asyncio.run(github(latency, sizes))
 
 
 if __name__ == "__main__":

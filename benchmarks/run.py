@@ -7,7 +7,12 @@ Measures, on this machine:
    (target: at most 3 minutes).
 
 Every figure printed is measured; results are also written to bench-results/ as JSON.
-Usage: python benchmarks/run.py [--runs N] [--skip-demo] [--skip-lite]
+Usage: python benchmarks/run.py [--runs N] [--skip-demo] [--skip-lite] [--smoke]
+
+``--smoke`` runs the same two reviews (one demo run) through the same ``codejury review`` command on
+the scripted model instead: the embedded model is not loaded, so the figures time the review path
+around the model (start-up, change, analyzers, rendering), and recall is not measured; nothing is
+written to bench-results/.
 """
 
 from __future__ import annotations
@@ -34,6 +39,22 @@ GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 
+# ``codejury`` with the scripted model in place of the embedded one (``--smoke``): every reviewer and the
+# coordinator answer at once, with no findings.
+SCRIPTED_CODEJURY = """\
+from codejury.testing.scripted import Final, Raw, ScriptedResolver
+
+resolver = ScriptedResolver({"reviewer": [Final([])], "coordinator": [Raw({"decisions": []})]})
+from codejury.cli import main
+
+with resolver.active():  # registered by --plugin codejury.testing.scripted
+    main()
+"""
+SCRIPTED_ARGS = (
+    "--plugin", "codejury.testing.scripted", "--model", "scripted:reviewer",
+    "--model-for", "coordinator=scripted:coordinator",
+)  # fmt: skip
+
 PEAK_WRAPPER = (
     "import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "
     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(rc)"
@@ -55,9 +76,12 @@ def _review_env() -> dict[str, str]:
     return env
 
 
-def run_review(repo: Path, label: str) -> dict[str, Any]:
-    """Run ``codejury review --format json`` in ``repo`` as a child process and measure it."""
+def run_review(repo: Path, label: str, *, scripted: bool = False) -> dict[str, Any]:
+    """Run ``codejury review --format json`` in ``repo`` as a child process and measure it
+    (``scripted``: on the scripted model instead of the embedded one)."""
     out = Path(tempfile.mkdtemp(prefix="codejury-bench-")) / "review.json"
+    command = [sys.executable, "-c", SCRIPTED_CODEJURY] if scripted else [str(CODEJURY)]
+    model_args = list(SCRIPTED_ARGS) if scripted else []
     started = time.monotonic()
     # a wrapper process per run, so the peak RSS reported is this run's alone
     proc = subprocess.run(
@@ -65,7 +89,7 @@ def run_review(repo: Path, label: str) -> dict[str, Any]:
             sys.executable,
             "-c",
             PEAK_WRAPPER,
-            str(CODEJURY),
+            *command,
             "review",
             "--format",
             "json",
@@ -73,6 +97,7 @@ def run_review(repo: Path, label: str) -> dict[str, Any]:
             str(out),
             "--fail-on",
             "never",
+            *model_args,
         ],
         cwd=repo,
         env=_review_env(),
@@ -151,37 +176,48 @@ def print_run(result: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="demo review runs (default 3)")
+    parser.add_argument("--runs", type=int, default=3, help="demo review runs (default 3; 1 with --smoke)")
     parser.add_argument("--skip-demo", action="store_true")
     parser.add_argument("--skip-lite", action="store_true")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the scripted model instead of the embedded one; seconds, nothing written"
+    )
     args = parser.parse_args()
+    runs = 1 if args.smoke else args.runs
     if not CODEJURY.exists():
         raise SystemExit(f"{CODEJURY} not found: run `make install` first")
-    RESULTS.mkdir(exist_ok=True)
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}")
+    if args.smoke:
+        print("smoke size: the scripted model (the embedded model is not loaded), one demo run; recall not measured")
     results: list[dict[str, Any]] = []
     if not args.skip_lite:
-        lite = run_review(lite_repo(), "lite-tier review (~90 changed lines)")
+        lite = run_review(lite_repo(), "lite-tier review (~90 changed lines)", scripted=args.smoke)
         print_run(lite)
         verdict = "within" if lite["wall_s"] <= 180 else "OVER"
-        print(f"  target <= 180 s: {verdict}")
+        print(f"  target <= 180 s: {verdict}" + (" (scripted model)" if args.smoke else ""))
         results.append(lite)
     if not args.skip_demo:
         hits: dict[str, int] = {pid: 0 for pid, *_ in PLANTED}
-        for i in range(args.runs):
-            result = run_review(demo_repo(), f"demo review, run {i + 1}/{args.runs}")
+        for i in range(runs):
+            result = run_review(demo_repo(), f"demo review, run {i + 1}/{runs}", scripted=args.smoke)
             print_run(result)
+            results.append(result)
+            if args.smoke:
+                continue
             found = planted_found(result["review"])
             result["planted_found"] = found
             print("  planted problems found: " + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in found.items()))
             for k, v in found.items():
                 hits[k] += int(v)
-            results.append(result)
-        print(f"\nplanted problems found over {args.runs} demo runs:")
-        for pid, n in hits.items():
-            print(f"  {pid:<18} {n}/{args.runs}")
+        if not args.smoke:
+            print(f"\nplanted problems found over {runs} demo runs:")
+            for pid, n in hits.items():
+                print(f"  {pid:<18} {n}/{runs}")
         walls = [r["wall_s"] for r in results if r["label"].startswith("demo")]
         print(f"demo review wall time: min {min(walls)} s, max {max(walls)} s")
+    if args.smoke:
+        return
+    RESULTS.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (RESULTS / f"bench-{stamp}.json").write_text(json.dumps(results, indent=1))
     print(f"\nraw results: {RESULTS / f'bench-{stamp}.json'}")

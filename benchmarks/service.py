@@ -16,7 +16,10 @@ request, or two of codejury's open threads with the same finding marker), webhoo
 times (p50, p99, max; the target is p99 <= 100 ms), and whether every merge request ends
 reviewed at its latest head. Exit status 1 when a target is missed.
 
-Usage: python benchmarks/service.py [--mrs N] [--pushes N] [--burst N] [--seed N]
+``--smoke``: 2 merge requests, 3 pushes each, bursts of 5 (15 deliveries); the p99 target is printed,
+not enforced, while a delivery lost, a duplicate or a merge request left behind still exits 1.
+
+Usage: python benchmarks/service.py [--mrs N] [--pushes N] [--burst N] [--seed N] [--smoke]
 (``--serve-child PORT`` is the service's own process, started by the benchmark.)
 """
 
@@ -181,6 +184,7 @@ async def run(args: argparse.Namespace) -> int:
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
             "CODEJURY_RECORD_URL": f"sqlite:///{database}",
+            "CODEJURY_GITLAB_URL": gl.url,  # the forge instance the service reviews on (and sends its token to)
             "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
             "CODEJURY_GITLAB_WEBHOOK_TOKEN": TOKEN,
         }
@@ -277,7 +281,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     print(f"merge requests not reviewed at their latest head: {len(stale)} {stale or ''}".rstrip())
     print(f"time: {sending_s:.1f} s sending, {total_s:.1f} s until the queue was empty")
-    ok = not lost and not duplicates and not stale and p99 <= P99_TARGET_MS
+    ok = not lost and not duplicates and not stale and (args.smoke or p99 <= P99_TARGET_MS)
     return 0 if ok else 1
 
 
@@ -286,13 +290,20 @@ def main() -> int:
         serve_child(int(sys.argv[2]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mrs", type=int, default=10)
-    parser.add_argument("--pushes", type=int, default=20)
-    parser.add_argument("--burst", type=int, default=25)
+    parser.add_argument("--mrs", type=int, help="merge requests (default 10; 2 with --smoke)")
+    parser.add_argument("--pushes", type=int, help="pushes per merge request (default 20; 3 with --smoke)")
+    parser.add_argument("--burst", type=int, help="deliveries sent at once (default 25; 5 with --smoke)")
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between bursts")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=17)
-    return asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--smoke", action="store_true", help="smoke size: seconds, the p99 target not enforced")
+    args = parser.parse_args()
+    for name, full, smoke in (("mrs", 10, 2), ("pushes", 20, 3), ("burst", 25, 5)):
+        if getattr(args, name) is None:
+            setattr(args, name, smoke if args.smoke else full)
+    if args.smoke:
+        print(f"smoke size: {args.mrs} merge requests, {args.pushes} pushes each, bursts of {args.burst}")
+    return asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The review store at scale: `codejury stats` over 100,000 recorded reviews, and recording overhead.
 
-    python benchmarks/stats.py [--reviews N] [--store PATH]
+    python benchmarks/stats.py [--reviews N] [--store PATH] [--smoke]
 
 1. Seeds N reviews (default 100,000) into a fresh SQLite store through the store's own schema:
    30 days, three tiers, 25 repositories, changes reviewed 1-6 times, 0-5 findings and 2-7
@@ -13,6 +13,8 @@
    Review and its events, queued, written, confirmed), 200 times; target <= 20 ms each.
 4. Times recording against a store that is down: a PostgreSQL URL whose port accepts connections
    and never answers, and one whose port refuses them; target <= 2 s.
+
+``--smoke``: 1,000 reviews, one ``codejury stats`` run, 20 recordings; the targets are printed, not enforced.
 """
 
 from __future__ import annotations
@@ -109,10 +111,10 @@ def seed_store(path: Path, n: int, rng: random.Random) -> None:
     print(f"seeded {len(reviews):,} reviews, {len(runs):,} reviewer runs, {len(findings):,} findings")
 
 
-def time_stats_command(path: Path) -> list[float]:
+def time_stats_command(path: Path, runs: int = 3) -> list[float]:
     command = [sys.executable, "-m", "codejury.cli", "stats", "--store", f"sqlite:///{path}", "--since", "all"]
     times = []
-    for _ in range(3):
+    for _ in range(runs):
         started = time.perf_counter()
         done = subprocess.run([*command, "--format", "json"], capture_output=True, text=True, check=True)
         times.append(time.perf_counter() - started)
@@ -160,9 +162,13 @@ def time_store_down() -> tuple[float, float, str | None]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reviews", type=int, default=100_000)
+    parser.add_argument("--reviews", type=int, help="reviews to seed (default 100,000; 1,000 with --smoke)")
     parser.add_argument("--store", type=Path, help="keep the seeded store here (reused when it exists)")
+    parser.add_argument("--smoke", action="store_true", help="smoke size: seconds, targets printed, not enforced")
     args = parser.parse_args()
+    args.reviews = args.reviews or (1_000 if args.smoke else 100_000)
+    if args.smoke:
+        print(f"smoke size: {args.reviews:,} reviews, one stats run, 20 recordings")
     rng = random.Random(16)
     with tempfile.TemporaryDirectory(prefix="codejury-bench-stats-") as tmp:
         path = args.store or Path(tmp) / "reviews.sqlite3"
@@ -170,10 +176,10 @@ def main() -> None:
             started = time.perf_counter()
             seed_store(path, args.reviews, rng)
             print(f"seeding took {time.perf_counter() - started:.1f} s; store {path.stat().st_size / 1e6:.0f} MB")
-        stats_times = time_stats_command(path)
+        stats_times = time_stats_command(path, runs=1 if args.smoke else 3)
         print(f"codejury stats over {args.reviews:,} reviews (new process, JSON): best {min(stats_times):.2f} s, "
               f"runs {', '.join(f'{t:.2f}' for t in stats_times)} s (target <= 2 s)")  # fmt: skip
-        first, times = time_recording(path)
+        first, times = time_recording(path, n=20 if args.smoke else 200)
         ms = sorted(t * 1000 for t in times)
         print(
             f"recording one review into that store: median {statistics.median(ms):.1f} ms, "

@@ -1,0 +1,101 @@
+"""Every benchmark of ``make bench`` runs at its smoke size (``--smoke``): seconds each, the scripted
+model and the fake forges and provider only, in a process of its own, as ``make bench`` runs it.
+
+A smoke run checks that the benchmark still runs and measures: it fails when the benchmark exits
+non-zero, prints a traceback, or leaves out a figure it prints at full size. Speed targets are
+printed at smoke size and not enforced there (the numbers of a few reviews on a busy machine say
+nothing about them); guarantees a benchmark checks on every run (no delivery or finding lost,
+nothing posted twice) still set its exit status.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+
+# benchmark: the figure lines its smoke run must print (regular expressions, searched line by line)
+FIGURES: dict[str, list[str]] = {
+    "engine": [
+        rf"^\s+10\s+1000\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",  # scale: files, lines, diff MiB, wall s, peak RSS MiB
+        rf"seconds per 1,000 changed lines: {NUMBER}",
+        rf"^\s+total\s+{NUMBER}\s+{NUMBER}\s+ratio {NUMBER}",  # token economy
+    ],
+    "publish": [
+        rf"^gitlab first review, 5 findings: {NUMBER} API calls, {NUMBER} s",
+        rf"^gitlab re-review, 10 earlier threads, 2 fixed: {NUMBER} API calls, {NUMBER} s",
+        rf"^github first review, 5 findings: {NUMBER} API calls, {NUMBER} s",
+        rf"^github re-review, 10 earlier threads, 2 fixed: {NUMBER} API calls, {NUMBER} s",
+    ],
+    "run": [
+        r"the embedded model is not loaded",
+        rf"^lite-tier review .*wall {NUMBER} s, peak RSS {NUMBER} MiB",
+        rf"^\s+total\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+        rf"^demo review wall time: min {NUMBER} s, max {NUMBER} s",
+    ],
+    "stats": [
+        rf"^codejury stats over 1,000 reviews .*: best {NUMBER} s",
+        rf"^recording one review into that store: median {NUMBER} ms, p95 {NUMBER} ms",
+        rf"^recording with the store down: hung server {NUMBER} s .*refused port {NUMBER} s",
+    ],
+    "dashboard": [
+        rf"^codejury dashboard --since all over 1,000 reviews .*best {NUMBER} s",
+        rf"^codejury dashboard --since 7d over 1,000 reviews .*best {NUMBER} s",
+        rf"^in-process: .*rendering {NUMBER} s",
+    ],
+    "telemetry": [
+        *(rf"^\s+{name}\s+median\s+{NUMBER} ms\s+p90\s+{NUMBER} ms" for name in ("nothing configured", "both")),
+        rf"a stage span while tracing is off: {NUMBER} ns",
+    ],
+    "index": [
+        rf"^first index:\s+{NUMBER} s",
+        rf"^update \(20 files changed\):\s+{NUMBER} s .*\(20 parsed",
+        rf"^peak memory: {NUMBER} MB",
+    ],
+    "analyzers": [
+        rf"^demo: {NUMBER}/4 planted problems with evidence",
+        rf"^\s+seconds: \{{'\w+': {NUMBER}",
+        rf"^total: {NUMBER}/{NUMBER} planted problems with evidence",
+    ],
+    "service": [
+        r"^deliveries lost: 0$",
+        r"^reviews run: [1-9]\d* for 6 pushes",
+        rf"^webhook response: p50 {NUMBER} ms, p99 {NUMBER} ms",
+        r"^merge requests not reviewed at their latest head: 0$",
+    ],
+    "chaos": [
+        r"^completion rate: \d+/3 ",
+        r"^findings lost from reviewers that succeeded: 0 ",
+        rf"^wall time per review: p50 {NUMBER} s, p99 {NUMBER} s",
+    ],
+}
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    assert sorted(FIGURES) == sorted(p.stem for p in BENCHMARKS.glob("*.py"))
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_benchmark_runs_at_smoke_size(name: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--smoke"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    shown = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, shown
+    assert "Traceback (most recent call last)" not in done.stdout + done.stderr, shown
+    assert done.stdout.startswith("smoke size:") or "\nsmoke size:" in done.stdout, shown
+    missing = [figure for figure in FIGURES[name] if not re.search(figure, done.stdout, re.MULTILINE)]
+    assert not missing, f"figures not printed: {missing}\n{shown}"
