@@ -78,7 +78,7 @@ class DriftAnalyzer:
         if not relevant:
             return []
         if change.root is None:
-            raise AnalyzerSkipped("drift skipped: the change has no head-side tree to read (a diff without --repo)")
+            raise AnalyzerSkipped(f"drift skipped: the change has no head-side tree to read ({change.no_tree})")
         tree = _Tree(change.root, {f.path for f in change.files}, change.base)
         return [
             *changelog_mismatches(relevant, tree),

@@ -68,7 +68,7 @@ class HadolintAnalyzer:
         if not any(is_dockerfile(f.path) for f in change.files if f.status != "deleted"):
             return []
         if change.root is None:
-            raise AnalyzerSkipped("hadolint skipped: the change has no head-side tree to read (a diff without --repo)")
+            raise AnalyzerSkipped(f"hadolint skipped: the change has no head-side tree to read ({change.no_tree})")
         files = [path for path in head_files(change) if is_dockerfile(path)]
         if not files:
             return []

@@ -54,7 +54,7 @@ class HygieneAnalyzer:
         if not files:
             return []
         if change.root is None:
-            raise AnalyzerSkipped("hygiene skipped: the change has no head-side tree to read (a diff without --repo)")
+            raise AnalyzerSkipped(f"hygiene skipped: the change has no head-side tree to read ({change.no_tree})")
         root = change.root
         hits: list[Evidence] = []
         for file in files:

@@ -73,7 +73,7 @@ class RuffAnalyzer:
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
         if change.root is None:
             if any(f.path.endswith(PYTHON_SUFFIXES) for f in change.files):
-                raise AnalyzerSkipped("ruff skipped: the change has no head-side tree to read (a diff without --repo)")
+                raise AnalyzerSkipped(f"ruff skipped: the change has no head-side tree to read ({change.no_tree})")
             return []
         files = head_files(change, PYTHON_SUFFIXES)
         if not files:

@@ -86,7 +86,7 @@ class RulePackAnalyzer:
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
         if change.root is None:
             if any(f.path.lower().endswith(SUFFIXES) for f in change.files):
-                raise AnalyzerSkipped("rules skipped: the change has no head-side tree to read (a diff without --repo)")
+                raise AnalyzerSkipped(f"rules skipped: the change has no head-side tree to read ({change.no_tree})")
             return []
         files = head_files(change, SUFFIXES)
         if not files:

@@ -141,6 +141,8 @@ class ChangeSet:
     base: BaseReader | None = None
     left_out: Mapping[str, str] = field(default_factory=dict)
     head: HeadTree | None = None
+    no_tree: str = "a diff without --repo"
+    """Why there is no head-side tree when ``root`` is None (the analyzers that need one say it)."""
 
     def left_out_notice(self, shown: int = 5) -> str | None:
         """One line naming the files left out of ``root`` (the first ``shown``), or None."""

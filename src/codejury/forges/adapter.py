@@ -5,20 +5,21 @@
   forge and ``publish_review`` (plan, publish, plan again when the forge refuses a comment).
 - ``human_comments``: the humans' comments, a ``break glass`` one kept only from a writer.
 - ``thread_replies`` / ``resolved_by_human``: a bot thread's replies and who resolved it.
-- ``checkout_root``: the CI checkout, when its HEAD is the reviewed head commit.
+- ``ForgeAdapter.head_side``: the reviewed head commit's tree from the CI job's checkout
+  (``checkout.ci``), or why the review has none (a review through the API alone).
 - ``forge_redactor``: the secrets every body is scrubbed of before it is posted (``safety.scrub_payload``).
 """
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self, TypeVar
 
 from codejury.change.types import FileChange
+from codejury.checkout import HeadSide, open_head_side
 from codejury.findings import Review
 from codejury.forges.plan import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply
 from codejury.forges.publish import plan_publish
@@ -49,6 +50,26 @@ class ForgeAdapter:
         self.read_only: str | None = None
         """Why nothing can be posted (the review stays in the job's log), or None."""
         self._previous_read: PreviousState | None = None
+        self._head_side: HeadSide | None = None
+
+    async def head_side(
+        self, in_ci: bool, checkout: str | None, head_sha: str, files: Sequence[FileChange]
+    ) -> HeadSide:
+        """The head commit's tree for the tools and analyzers: from the CI job's checkout when this
+        is a CI run (fetched into it when absent), else none, with the reason; removed on exit."""
+        if not in_ci:
+            side = HeadSide(missing="reviewed through the forge's API, with no checkout of the repository")
+        else:
+            paths = [f.path for f in files if f.status != "deleted"]
+            side = await asyncio.to_thread(open_head_side, checkout, head_sha, paths)
+        self._release_head_side()
+        self._head_side = side
+        return side
+
+    def _release_head_side(self) -> None:
+        if self._head_side is not None:
+            self._head_side.close()
+            self._head_side = None
 
     async def _identify(self) -> None:
         """Ask the forge who the token is."""
@@ -68,6 +89,7 @@ class ForgeAdapter:
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._release_head_side()
         await self._close()
 
     @property
@@ -162,16 +184,3 @@ def resolved_by_human(resolved: bool, by_bot: bool | None, replies: Sequence[Rep
     if by_bot is not None:
         return not by_bot
     return not any(r.is_bot for r in replies)
-
-
-def checkout_root(directory: str | None, head_sha: str) -> Path | None:
-    """The CI checkout ``directory`` when its HEAD is ``head_sha`` (the tools' root), else None."""
-    if not directory or not head_sha:
-        return None
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=False, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(directory) if result.returncode == 0 and result.stdout.strip() == head_sha else None

@@ -82,6 +82,8 @@ def summary_body(
             "",
         ]
     lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
+    if review.notes:  # what did not run, or ran on less than the change: said before any "no findings"
+        lines += ["**What this review could not do:**", "", *[f"- {safe_line(n)}" for n in review.notes], ""]
     only = {id(f): reason for f, reason in plan.summary_only}
     findings = [f for _, f in shown]
     if findings:

@@ -34,7 +34,6 @@ from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, FileChange,
 from codejury.findings import Review
 from codejury.forges.adapter import (
     ForgeAdapter,
-    checkout_root,
     forge_redactor,
     human_comments,
     resolved_by_human,
@@ -219,9 +218,12 @@ class GitHubPullRequest(ForgeAdapter):
             change_id=f"#{number}",
             head_sha=pull.head_sha,
         )
-        root = checkout_root(self.env.get("GITHUB_WORKSPACE"), pull.head_sha) if self.target.in_ci else None
+        side = await self.head_side(self.target.in_ci, self.env.get("GITHUB_WORKSPACE"), pull.head_sha, files)
         base = await self._base(pull.base_sha, [f.path for f in files])
-        return ChangeSet(files=files, meta=meta, root=root, base=base)
+        return ChangeSet(
+            files=files, meta=meta, root=side.root, base=base, left_out=side.left_out, head=side.head,
+            no_tree=side.missing or "",
+        )  # fmt: skip
 
     async def _changed_since(self, previous: PreviousState) -> list[str] | None:
         """Files changed between the last reviewed head and this one; None when GitHub cannot say.

@@ -29,7 +29,6 @@ from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedB
 from codejury.errors import InputError
 from codejury.forges.adapter import (
     ForgeAdapter,
-    checkout_root,
     forge_redactor,
     human_comments,
     resolved_by_human,
@@ -164,7 +163,7 @@ class GitLabMergeRequest(ForgeAdapter):
         humans = [(n.author, n.body) for n in notes.result() if not n.system and n.author.id != self.me.id]
         comments, allowed, ignored = await human_comments(humans, _username, self._can_write)
         self.break_glass_by, self.break_glass_ignored = tuple(allowed), tuple(ignored)
-        root = checkout_root(self.env.get("CI_PROJECT_DIR"), self.head_sha) if self.target.in_ci else None
+        side = await self.head_side(self.target.in_ci, self.env.get("CI_PROJECT_DIR"), self.head_sha, files)
         meta = ChangeMeta(
             title=self._mr.title,
             description=self._mr.description,
@@ -177,7 +176,10 @@ class GitLabMergeRequest(ForgeAdapter):
             change_id=f"!{iid}",
             head_sha=self.head_sha,
         )
-        return ChangeSet(files=files, meta=meta, root=root, base=base.result())
+        return ChangeSet(
+            files=files, meta=meta, root=side.root, base=base.result(), left_out=side.left_out, head=side.head,
+            no_tree=side.missing or "",
+        )  # fmt: skip
 
     async def _changed_since(self, previous: asyncio.Task[PreviousState]) -> list[str] | None:
         """Files changed between the last reviewed head and this one; None when that commit is unknown."""

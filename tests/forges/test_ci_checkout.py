@@ -1,0 +1,125 @@
+"""A CI job's checkout is rarely the pull request's head: the review still reads the head commit's tree.
+
+GitHub Actions checks out ``refs/pull/N/merge`` (a merge commit), GitLab's merged-results
+pipelines a merge of the source branch into the target, and both clone shallow. The analyzers,
+the index and the tools must read the head commit all the same, fetched when the checkout lacks
+it; a review through the API alone says in its summary what it could not do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codejury.checkout import open_head_side
+from codejury.testing.github import FakeGitHub
+from codejury.testing.scripted import finding as model_finding
+from tests.forges.test_github_bot import ACTIONS, gh, run, summary, write_event
+
+__all__ = ["gh"]  # the fixture, shared with the GitHub bot's tests
+
+BASE = 'import sqlite3\n\n\ndef search(conn, name):\n    return conn.execute("SELECT 1")\n'
+HEAD = (
+    "import sqlite3\n\n\ndef search(conn, name):\n"
+    "    query = \"SELECT * FROM reports WHERE name = '%s'\" % name\n"
+    "    return conn.execute(query)\n"
+)
+SQL = model_finding("reports.py", 5, "Query built from input", severity="critical", category="injection")
+NO_TREE = "no head-side tree to read"
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
+    done = subprocess.run(["git", *args], cwd=cwd, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def upstream(tmp_path: Path) -> tuple[Path, str, str]:
+    """A repository with ``main`` and a feature branch adding %-formatted SQL: (path, base sha, head sha)."""
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "reports.py").write_text(BASE)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "reports.py").write_text(HEAD)
+    git(repo, "commit", "-qam", "search by name")
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("reports\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "readme")
+    return repo, base, head
+
+
+def merge_checkout(tmp_path: Path, repo: Path, head: str, *, shallow: bool) -> Path:
+    """What actions/checkout leaves for a pull_request run: HEAD is the merge commit, detached."""
+    work = tmp_path / "work"
+    git(repo, "checkout", "-q", "-b", "merge-ref", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge feature into main", head)
+    git(repo, "checkout", "-q", "main")
+    depth = ["--depth=1"] if shallow else []
+    git(tmp_path, "clone", "-q", "--no-local", *depth, "--branch", "merge-ref", str(repo), str(work))
+    git(work, "checkout", "-q", "--detach")
+    (work / "reports.py").write_text("# the job's own edit, not the pull request's\n")  # a dirty tree
+    return work
+
+
+@pytest.mark.parametrize("shallow", [False, True], ids=["full-clone", "shallow-clone"])
+def test_a_merge_commit_checkout_reviews_the_head_commit_with_its_analyzers(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shallow: bool
+) -> None:
+    repo, base, head = upstream(tmp_path)
+    gh.add_pr(number=8, author="alice", files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
+    workspace = merge_checkout(tmp_path, repo, head, shallow=shallow)
+    if shallow:
+        assert subprocess.run(["git", "cat-file", "-e", head], cwd=workspace).returncode != 0  # fetched on demand
+    for key, value in {**write_event(tmp_path, gh, number=8), "GITHUB_WORKSPACE": str(workspace)}.items():
+        monkeypatch.setenv(key, value)
+    code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, use_url=False, number=8)
+    assert code == 0, err
+    assert "ruff:S608" in out  # the analyzer read the head commit's file, not the merge or the dirty tree
+    assert NO_TREE not in out + err
+    assert NO_TREE not in summary(gh, 8)
+
+
+def test_a_review_through_the_api_says_what_it_could_not_do(gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    gh.add_pr(number=8, author="alice", files={"reports.py": (BASE, HEAD)})
+    code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, number=8)
+    assert code == 0, err
+    body = summary(gh, 8)
+    assert "What this review could not do" in body
+    assert "ruff skipped" in body and "reviewed through the forge's API" in body
+
+
+def test_a_head_commit_that_cannot_be_had_is_one_line_and_never_raises(tmp_path: Path) -> None:
+    repo, _, _ = upstream(tmp_path)
+    missing = "f" * 40
+    side = open_head_side(str(repo), missing, ["reports.py"], fetch_timeout_s=5)
+    assert side.root is None and side.head is None
+    assert side.missing is not None and missing[:12] in side.missing and "\n" not in side.missing
+    assert (
+        open_head_side(str(tmp_path / "nowhere"), missing, []).missing
+        == f"the checkout {tmp_path / 'nowhere'} does not exist"
+    )
+    assert open_head_side(None, missing, []).missing == "no checkout of the repository in this job"
+    assert open_head_side(str(repo), "HEAD; rm -rf /", []).missing == "the forge named no head commit"
+
+
+def test_the_head_side_holds_the_committed_head_not_the_working_tree(tmp_path: Path) -> None:
+    repo, _, head = upstream(tmp_path)
+    workspace = merge_checkout(tmp_path, repo, head, shallow=False)
+    side = open_head_side(str(workspace), head, ["reports.py", "gone.py"])
+    try:
+        assert side.missing is None and side.root is not None and side.head is not None and not side.fetched
+        assert (side.root / "reports.py").read_text() == HEAD
+        assert not (side.root / "gone.py").exists()
+        root = side.root
+    finally:
+        side.close()
+    assert not root.exists()
