@@ -3,6 +3,7 @@ sent again under a fresh delivery id (the one header a replay can change freely)
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -17,6 +18,7 @@ import pytest
 from codejury.record.target import parse_record_url
 from codejury.service.app import ServiceState
 from codejury.service.deliveries import Deliveries
+from codejury.service.intake import BatchedIntake, SequentialIntake
 from codejury.service.local_queue import LocalQueue
 from codejury.service.tables import make_engine
 from codejury.service.webhooks import MAX_JSON_DEPTH, ReviewRequest
@@ -198,19 +200,47 @@ class FailsOnce:
         return True
 
 
+@pytest.mark.parametrize("intake", ["batched", "sequential"])
 async def test_a_delivery_that_could_not_be_queued_is_taken_when_the_forge_retries_it(
-    client: httpx2.AsyncClient, state: ServiceState
+    client: httpx2.AsyncClient, state: ServiceState, monkeypatch: pytest.MonkeyPatch, intake: str
 ) -> None:
     local = state.queue
-    assert isinstance(local, LocalQueue)
-    state.queue = FailsOnce(local)
+    assert isinstance(local, LocalQueue) and isinstance(state.taking, BatchedIntake)
+    if intake == "sequential":  # a queue with its own database: claim, submit, forget the claim
+        state.taking = SequentialIntake(state.deliveries, FailsOnce(local))
+    else:  # the embedded queue: claim and job in one transaction, rolled back together
+        submit_in = LocalQueue.submit_in
+        failed: list[bool] = []
+
+        def fails_once(queue: LocalQueue, conn: Any, request: ReviewRequest) -> str:
+            if not failed:
+                failed.append(True)
+                raise OSError("database is locked")
+            return submit_in(queue, conn, request)
+
+        monkeypatch.setattr(LocalQueue, "submit_in", fails_once)
     body, headers = gitlab_delivery(gitlab_push("b" * 40, "a" * 40, "2026-11-02 10:00:00 UTC"))
     first = await client.post("/webhooks/gitlab", content=body, headers=headers)
     assert (first.status_code, first.json()["outcome"]) == (503, "queue_unavailable")
     retry = await client.post("/webhooks/gitlab", content=body, headers=headers)
     assert (retry.status_code, retry.json()["outcome"]) == (202, "queued")
-    state.queue = local
     assert [job["key"] for job in queued(state)] == ["gitlab:acme/widgets!7"]
+
+
+async def test_a_burst_of_deliveries_is_written_in_a_few_transactions(
+    client: httpx2.AsyncClient, state: ServiceState
+) -> None:
+    intake = state.taking
+    assert isinstance(intake, BatchedIntake)
+    bodies = [
+        gitlab_delivery(gitlab_push(f"{n:040x}", "a" * 40, f"2026-11-02 10:00:{n:02d} UTC")) for n in range(1, 41)
+    ]
+    answers = await asyncio.gather(*(client.post("/webhooks/gitlab", content=b, headers=h) for b, h in bodies))
+    outcomes = [a.json()["outcome"] for a in answers]
+    assert outcomes.count("queued") == 1 and outcomes.count("coalesced") == 39  # one merge request: one job waits
+    replay = await client.post("/webhooks/gitlab", content=bodies[5][0], headers=bodies[5][1])
+    assert replay.json()["outcome"] == "duplicate"
+    assert intake.batches < 40  # grouped: the deliveries that arrived while one batch was written went together
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

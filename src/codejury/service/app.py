@@ -51,6 +51,7 @@ from codejury.record.schema import StoreError
 from codejury.record.store import Store
 from codejury.service.commands import DASHBOARD_PUBLIC_ENV, DASHBOARD_TOKEN_ENV, DASHBOARD_USER_HEADER_ENV
 from codejury.service.deliveries import Deliveries, event_identity
+from codejury.service.intake import Intake, intake_for
 from codejury.service.webhooks import (
     GITHUB_SECRET_ENV,
     GITLAB_TOKEN_ENV,
@@ -110,9 +111,12 @@ class ServiceState:
     say: Callable[[str], None] = lambda line: None
     hosts: ForgeHosts = field(default_factory=lambda: forge_hosts({}))
     """The configured forges: the only hosts a delivery's merge request may be on."""
+    intake: Intake | None = None
+    """How a delivery is claimed and queued (``service.intake``); default: ``intake_for`` the queue."""
     webhook_outcomes: Counter = field(init=False)
 
     def __post_init__(self) -> None:
+        self.taking: Intake = self.intake or intake_for(self.deliveries, self.queue)
         self.webhook_outcomes = Counter(
             "codejury_webhook_deliveries",
             "Webhook deliveries by forge and outcome (queued, coalesced, duplicate, skipped, unauthorized...).",
@@ -190,15 +194,13 @@ async def _webhook(
     if refused is not None:
         state.say(f"{forge} delivery refused: {refused}")
         return _answer(state, forge, "foreign_host", 403, error=refused)
-    event = event_identity(asked, payload)
-    if not await state.deliveries.claim(forge, delivery, event):
-        return _answer(state, forge, "duplicate", 200, key=asked.key)
     try:
-        outcome = await state.queue.submit(asked)
-    except Exception as exc:
-        await state.deliveries.release(forge, delivery, event)
+        outcome = await state.taking.take(forge, delivery, event_identity(asked, payload), asked)
+    except Exception as exc:  # nothing was kept: the forge's retry is a new delivery
         state.say(f"{asked.key}: could not queue the review: {type(exc).__name__}")
         return _answer(state, forge, "queue_unavailable", 503, error="the review could not be queued; retry")
+    if outcome == "duplicate":
+        return _answer(state, forge, "duplicate", 200, key=asked.key)
     return _answer(state, forge, outcome, 202, key=asked.key)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete
+from sqlalchemy import Connection, Engine, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from codejury.service.tables import deliveries, in_db_thread, utcnow
@@ -85,16 +85,29 @@ class Deliveries:
         return await in_db_thread(self.engine, lambda: self._claim(keys))
 
     def _claim(self, keys: list[str]) -> bool:
-        now = utcnow()
         try:
             with self.engine.begin() as conn:
-                conn.execute(deliveries.insert().values([{"id": key, "received_at": now} for key in keys]))
+                conn.execute(deliveries.insert().values([{"id": key, "received_at": utcnow()} for key in keys]))
         except IntegrityError:
             return False
-        self._claimed += 1
-        if self._claimed % 500 == 1:
-            self._prune()
+        self.claimed(1)
         return True
+
+    def claim_in(self, conn: Connection, forge: str, delivery: str, event: str) -> bool:
+        """``claim`` inside the caller's transaction, for a caller that is the database's only writer (the
+        embedded queue's SQLite file, written on its one thread): a replay inserts nothing."""
+        keys = _keys(forge, delivery, event)
+        if conn.execute(select(deliveries.c.id).where(deliveries.c.id.in_(keys)).limit(1)).first() is not None:
+            return False
+        conn.execute(deliveries.insert().values([{"id": key, "received_at": utcnow()} for key in keys]))
+        return True
+
+    def claimed(self, count: int) -> None:
+        """Count ``count`` new deliveries; old entries are pruned every 500."""
+        before = self._claimed
+        self._claimed += count
+        if count and (before == 0 or before // 500 != self._claimed // 500):
+            self._prune()
 
     async def release(self, forge: str, delivery: str, event: str) -> None:
         keys = _keys(forge, delivery, event)

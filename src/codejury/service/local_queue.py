@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from sqlalchemy import Engine, and_, exists, select, update
+from sqlalchemy import Connection, Engine, and_, exists, select, update
 from sqlalchemy.orm import aliased
 
 from codejury.forges.errors import ForgeUnavailable
@@ -69,22 +69,30 @@ class LocalQueue:
         self._wake.set()
         return outcome
 
+    def wake(self) -> None:
+        """Tell the runners that jobs were queued (``submit_in`` by the service's intake)."""
+        self._wake.set()
+
     def _submit(self, request: ReviewRequest) -> Outcome:
+        with self.engine.begin() as conn:
+            return self.submit_in(conn, request)
+
+    def submit_in(self, conn: Connection, request: ReviewRequest) -> Outcome:
+        """Queue ``request`` inside the caller's transaction: coalesced into the merge request's waiting job, if any."""
         now = utcnow()
         payload = json.dumps(request.to_json())
-        with self.engine.begin() as conn:
-            waiting = conn.execute(
-                update(jobs)
-                .where(and_(jobs.c.key == request.key, jobs.c.state == "waiting"))
-                .values(request=payload, updated_at=now)
+        waiting = conn.execute(
+            update(jobs)
+            .where(and_(jobs.c.key == request.key, jobs.c.state == "waiting"))
+            .values(request=payload, updated_at=now)
+        )
+        if waiting.rowcount:
+            return "coalesced"
+        conn.execute(
+            jobs.insert().values(
+                key=request.key, request=payload, state="waiting", attempts=0, run_after=now, updated_at=now
             )
-            if waiting.rowcount:
-                return "coalesced"
-            conn.execute(
-                jobs.insert().values(
-                    key=request.key, request=payload, state="waiting", attempts=0, run_after=now, updated_at=now
-                )
-            )
+        )
         return "queued"
 
     async def ready(self) -> bool:
