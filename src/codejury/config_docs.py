@@ -58,6 +58,12 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "Where the embedded model is assembled and cached, with its saved system prompts (`prompts/`) and the"
         " repository index (default: the user cache dir).",
     ),
+    (
+        "CODEJURY_REPO_CACHE",
+        "Where reviews with no checkout (`--url`, `codejury serve`/`worker`) keep a bare repository per forge"
+        " repository and fetch the head commit they review (default: `repos/` in CODEJURY_CACHE_DIR; `off`:"
+        " such reviews run diff-only and say so).",
+    ),
     ("CODEJURY_LOCAL_CTX", "Context window of the embedded model, at least 512 (default 8192)."),
     ("CODEJURY_INGEST_TOKEN", "Bearer token sent to a review service's ingest endpoint (`record.url = https://…`)."),
     (

@@ -8,17 +8,22 @@ it; a review through the API alone says in its summary what it could not do.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from codejury.checkout import open_head_side
-from codejury.testing.github import FakeGitHub
+from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
+from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import finding as model_finding
-from tests.forges.test_github_bot import ACTIONS, gh, run, summary, write_event
+from tests.forges.test_github_bot import ACTIONS, REPO, gh, run, summary, write_event
+from tests.forges.test_gitlab_bot import gl
+from tests.forges.test_gitlab_bot import run as gitlab_run
 
-__all__ = ["gh"]  # the fixture, shared with the GitHub bot's tests
+__all__ = ["gh", "gl"]  # the fixtures, shared with the bots' tests
 
 BASE = 'import sqlite3\n\n\ndef search(conn, name):\n    return conn.execute("SELECT 1")\n'
 HEAD = (
@@ -90,11 +95,12 @@ def test_a_merge_commit_checkout_reviews_the_head_commit_with_its_analyzers(
 
 def test_a_review_through_the_api_says_what_it_could_not_do(gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
     gh.add_pr(number=8, author="alice", files={"reports.py": (BASE, HEAD)})
+    monkeypatch.setenv("CODEJURY_REPO_CACHE", "off")
     code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, number=8)
     assert code == 0, err
     body = summary(gh, 8)
     assert "What this review could not do" in body
-    assert "ruff skipped" in body and "reviewed through the forge's API" in body
+    assert "ruff skipped" in body and "CODEJURY_REPO_CACHE is off" in body
 
 
 def test_a_head_commit_that_cannot_be_had_is_one_line_and_never_raises(tmp_path: Path) -> None:
@@ -123,3 +129,68 @@ def test_the_head_side_holds_the_committed_head_not_the_working_tree(tmp_path: P
     finally:
         side.close()
     assert not root.exists()
+
+
+# -- no checkout at all: --url and the service fetch the head commit into the repository cache -------
+def git_logging_shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``git`` first on PATH that writes every argv it is run with to a file, then runs the real git."""
+    shim_dir, log = tmp_path / "shim", tmp_path / "git-argv.log"
+    shim_dir.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (shim_dir / "git").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {real} "$@"\n')
+    (shim_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_a_review_through_the_api_fetches_the_head_commit_and_runs_its_analyzers(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base, head = upstream(tmp_path)
+    gh.add_pr(number=8, author="alice", files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
+    gh.serve_git(REPO, repo)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CODEJURY_REPO_CACHE", str(cache))
+    argv_log = git_logging_shim(tmp_path, monkeypatch)
+    code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, number=8)
+    assert code == 0, err
+    assert "ruff:S608" in out and NO_TREE not in out + err
+    assert NO_TREE not in summary(gh, 8) and "What this review could not do" not in summary(gh, 8)
+    fetched = [r for r in gh.git.requests if r.status == 200]
+    assert fetched and {r.user for r in fetched} == {ACTIONS_LOGIN}
+    # the token went as a header from the environment: never in git's argv, the cache's files or a message
+    assert ACTIONS not in argv_log.read_text() and ACTIONS not in out + err
+    assert all(ACTIONS.encode() not in f.read_bytes() for f in cache.rglob("*") if f.is_file())
+    # a second review of the same commit fetches nothing
+    before = len(gh.git.requests)
+    code, out, _ = run(gh, monkeypatch, [SQL], token=ACTIONS, number=8)
+    assert code == 0 and "ruff:S608" in out and len(gh.git.requests) == before
+
+
+def test_a_head_commit_the_forge_will_not_serve_is_one_line_in_the_summary(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base, head = upstream(tmp_path)
+    gh.add_pr(number=8, author="alice", files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
+    gh.serve_git(REPO, repo)
+    gh.add_token("ghs_no_contents", kind="actions", permissions={"contents": "none"})
+    monkeypatch.setenv("CODEJURY_REPO_CACHE", str(tmp_path / "cache"))
+    code, out, err = run(gh, monkeypatch, [SQL], "--publish", token="ghs_no_contents", number=8)
+    body = summary(gh, 8)
+    assert "What this review could not do" in body and "could not be fetched" in body
+    assert [r.status for r in gh.git.requests] and all(r.status == 401 for r in gh.git.requests)
+    assert "ghs_no_contents" not in out + err + body
+
+
+def test_a_gitlab_merge_request_through_the_api_is_reviewed_with_its_head_commit(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base, head = upstream(tmp_path)
+    gl.add_mr(1, 8, files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
+    gl.serve_git("acme/widgets", repo)
+    monkeypatch.setenv("CODEJURY_REPO_CACHE", str(tmp_path / "cache"))
+    code, out, err = gitlab_run(gl, monkeypatch, [SQL], iid=8)
+    assert code == 0, err
+    assert "ruff:S608" in out and NO_TREE not in out + err
+    assert {r.user for r in gl.git.requests if r.status == 200} == {FakeGitLab.BOT}

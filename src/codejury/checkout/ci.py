@@ -87,6 +87,11 @@ def open_head_side(
                 missing=f"the head commit {head_sha[:12]} is not in the checkout and could not be fetched ({why})"
             )
         fetched = True
+    return head_side_of(git, head_sha, paths, fetched=fetched)
+
+
+def head_side_of(git: Git, head_sha: str, paths: Sequence[str], *, fetched: bool = False) -> HeadSide:
+    """``head_sha``, which ``git``'s repository holds: its changed files written out, the commit for the tools."""
     tmp = tempfile.TemporaryDirectory(prefix="codejury-head-")
     try:
         root = Path(tmp.name) / "head"

@@ -20,6 +20,7 @@ from typing import ClassVar, Self, TypeVar
 
 from codejury.change.types import FileChange
 from codejury.checkout import HeadSide, open_head_side
+from codejury.checkout.cache import CACHE_ENV, Remote, repo_cache
 from codejury.findings import Review
 from codejury.forges.plan import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply
 from codejury.forges.publish import plan_publish
@@ -43,6 +44,8 @@ class ForgeAdapter:
     """What is reviewed there, in messages: "merge request", "pull request"."""
     suggestion_offsets: ClassVar[bool] = True
 
+    env: Mapping[str, str]
+
     def __init__(self) -> None:
         self.posted: list[str] = []
         self.break_glass_by: tuple[str, ...] = ()
@@ -53,15 +56,23 @@ class ForgeAdapter:
         self._head_side: HeadSide | None = None
 
     async def head_side(
-        self, in_ci: bool, checkout: str | None, head_sha: str, files: Sequence[FileChange]
+        self,
+        in_ci: bool,
+        checkout: str | None,
+        head_sha: str,
+        files: Sequence[FileChange],
+        remote: Remote | None = None,
     ) -> HeadSide:
         """The head commit's tree for the tools and analyzers: from the CI job's checkout when this
-        is a CI run (fetched into it when absent), else none, with the reason; removed on exit."""
-        if not in_ci:
-            side = HeadSide(missing="reviewed through the forge's API, with no checkout of the repository")
-        else:
-            paths = [f.path for f in files if f.status != "deleted"]
+        is a CI run (fetched into it when absent), else from the repository cache (``remote``
+        fetched into it), else none, with the reason; removed on exit."""
+        paths = [f.path for f in files if f.status != "deleted"]
+        if in_ci:
             side = await asyncio.to_thread(open_head_side, checkout, head_sha, paths)
+        elif remote is None or (cache := repo_cache(self.env)) is None:
+            side = HeadSide(missing=f"reviewed through the forge's API, with no checkout ({CACHE_ENV} is off)")
+        else:
+            side = await asyncio.to_thread(cache.head_side, remote, head_sha, paths)
         self._release_head_side()
         self._head_side = side
         return side

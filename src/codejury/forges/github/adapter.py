@@ -31,6 +31,7 @@ from typing import Literal
 from urllib.parse import quote
 
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, FileChange, PrefetchedBase
+from codejury.checkout.cache import Remote
 from codejury.findings import Review
 from codejury.forges.adapter import (
     ForgeAdapter,
@@ -63,6 +64,7 @@ from codejury.forges.github.target import (
     target_from_env,
     target_from_url,
 )
+from codejury.forges.hosts import github_instance
 from codejury.forges.markers import trusted_finding, trusted_summary
 from codejury.forges.plan import InlineComment, PreviousState, PreviousThread, PublishPlan, Replan
 from codejury.forges.plan import ThreadUpdate as ThreadChange
@@ -218,7 +220,14 @@ class GitHubPullRequest(ForgeAdapter):
             change_id=f"#{number}",
             head_sha=pull.head_sha,
         )
-        side = await self.head_side(self.target.in_ci, self.env.get("GITHUB_WORKSPACE"), pull.head_sha, files)
+        remote = Remote(f"{github_instance(self.env).web_url}/{repo}.git", "x-access-token", self.target.token)
+        side = await self.head_side(
+            self.target.in_ci,
+            self.env.get("GITHUB_WORKSPACE"),
+            pull.head_sha,
+            files,
+            None if self.target.in_ci else remote,
+        )
         base = await self._base(pull.base_sha, [f.path for f in files])
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base, left_out=side.left_out, head=side.head,

@@ -26,6 +26,7 @@ from contextlib import asynccontextmanager
 from urllib.parse import quote
 
 from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedBase
+from codejury.checkout.cache import Remote
 from codejury.errors import InputError
 from codejury.forges.adapter import (
     ForgeAdapter,
@@ -38,6 +39,7 @@ from codejury.forges.errors import ForgeError, ForgeRefused
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.gitlab.target import GitLabTarget
 from codejury.forges.gitlab.types import DiffRefs, Discussion, GitLabUser, MergeRequest, MRDiff, position_for
+from codejury.forges.hosts import gitlab_instance
 from codejury.forges.markers import trusted_finding, trusted_summary
 from codejury.forges.plan import PreviousState, PreviousThread, PublishPlan, Replan
 from codejury.forges.publish import finding_title, previous_review
@@ -163,7 +165,11 @@ class GitLabMergeRequest(ForgeAdapter):
         humans = [(n.author, n.body) for n in notes.result() if not n.system and n.author.id != self.me.id]
         comments, allowed, ignored = await human_comments(humans, _username, self._can_write)
         self.break_glass_by, self.break_glass_ignored = tuple(allowed), tuple(ignored)
-        side = await self.head_side(self.target.in_ci, self.env.get("CI_PROJECT_DIR"), self.head_sha, files)
+        remote = None
+        if isinstance(project, str):  # a merge request named by its path (--url, the service)
+            clone_url = f"{gitlab_instance(self.env).web_url}/{project}.git"
+            remote = Remote(clone_url, "oauth2", self.target.token)
+        side = await self.head_side(self.target.in_ci, self.env.get("CI_PROJECT_DIR"), self.head_sha, files, remote)
         meta = ChangeMeta(
             title=self._mr.title,
             description=self._mr.description,

@@ -52,9 +52,11 @@ import socket
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from codejury.testing.git_http import GitRepos
 from codejury.testing.github.graphql import GraphQLRoutes
 from codejury.testing.github.records import DOCS, Call, Fault, RecordedRequest, Refusal, Reply, Token
 from codejury.testing.github.rest import RestRoutes
@@ -70,6 +72,27 @@ class FakeGitHub(RestRoutes, GraphQLRoutes, LoopbackServer):
     def __init__(self, repo: str = "octo/app", *, latency_s: float = 0.0) -> None:
         LoopbackServer.__init__(self, _make_handler(self))
         GitHubState.__init__(self, self.origin, repo, latency_s=latency_s)
+        self.git = GitRepos(self._git_user)
+        """The repositories served over git's smart HTTP protocol (``serve_git``), and the requests they got."""
+
+    def serve_git(self, repo: str, source: Path) -> None:
+        """Serve the repository at ``source`` as ``{url}/{repo}.git`` (``x-access-token`` and the token, HTTP Basic)."""
+        self.git.add(repo, source)
+
+    def stop(self) -> None:
+        super().stop()
+        self.git.close()
+
+    def _git_user(self, repo: str, user: str, password: str) -> str | None:
+        """Who a token reads ``repo`` as: GitHub takes ``x-access-token`` with an App or workflow token, or a
+        personal token with any user name; a token without ``contents`` access reads nothing."""
+        with self._lock:
+            token = self._tokens.get(password)
+            if token is None or (token.kind != "pat" and user != "x-access-token"):
+                return None
+            if token.kind != "pat" and token.permissions.get("contents") not in ("read", "write"):
+                return None
+            return token.user
 
     # -- one request ------------------------------------------------------------------------------
     def _serve(self, method: str, target: str, headers: dict[str, str], body: Any) -> Reply:
@@ -193,6 +216,17 @@ def _make_handler(server: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(QuietHandler):
         def _handle(self) -> None:
             raw = self.read_body()
+            parts = urlsplit(self.path)
+            headers_in = {k.lower(): v for k, v in self.headers.items()}
+            git = server.git.serve(self.command, parts.path, parts.query, headers_in, raw)
+            if git is not None:
+                self.send_response(git[0])
+                for name, value in git[1].items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(git[2])))
+                self.end_headers()
+                self.wfile.write(git[2])
+                return
             try:
                 body: Any = json.loads(raw) if raw else None
             except ValueError:

@@ -36,9 +36,11 @@ from __future__ import annotations
 import json
 import time
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from codejury.testing.git_http import GitRepos
 from codejury.testing.gitlab.records import Answer, Call, FakeUser, RecordedRequest, Refusal
 from codejury.testing.gitlab.routes import ROUTES
 from codejury.testing.gitlab.state import GitLabState
@@ -53,6 +55,25 @@ class FakeGitLab(GitLabState, LoopbackServer):
     def __init__(self, *, latency_s: float = 0.0) -> None:
         LoopbackServer.__init__(self, _make_handler(self))
         GitLabState.__init__(self, self.origin, latency_s=latency_s)
+        self.git = GitRepos(self._git_user)
+        """The repositories served over git's smart HTTP protocol (``serve_git``), and the requests they got."""
+
+    def serve_git(self, project: str, source: Path) -> None:
+        """Serve the repository at ``source`` as ``{url}/{project}.git`` (the token as an HTTP Basic password)."""
+        self.git.add(project, source)
+
+    def stop(self) -> None:
+        super().stop()
+        self.git.close()
+
+    def _git_user(self, repo: str, _user: str, password: str) -> str | None:
+        """The member a token reads ``repo`` as (any user name, the token as the password), or None."""
+        with self._lock:
+            found = self._tokens.get(password)
+            project = next((p for p in self._projects.values() if p.path == repo), None)
+            if found is None or project is None or found[0].id not in project.members:
+                return None
+            return found[0].username
 
     # -- the HTTP side (called by the handler) -------------------------------------------------
     def _serve(self, method: str, raw_path: str, headers: dict[str, str], raw: bytes) -> Answer:
@@ -134,6 +155,16 @@ def _make_handler(gl: FakeGitLab) -> type[BaseHTTPRequestHandler]:
         def _handle(self) -> None:
             raw = self.read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
+            parts = urlsplit(self.path)
+            git = gl.git.serve(self.command, parts.path, parts.query, headers, raw)
+            if git is not None:
+                self.send_response(git[0])
+                for name, value in git[1].items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(git[2])))
+                self.end_headers()
+                self.wfile.write(git[2])
+                return
             status, payload, extra = gl._serve(self.command, self.path, headers, raw)
             text = isinstance(payload, str)
             data = payload.encode() if text else json.dumps(payload).encode()

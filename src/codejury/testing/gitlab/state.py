@@ -115,15 +115,17 @@ class GitLabState:
                author: str = "alice", title: str = "Add a feature", description: str = "",
                source_branch: str = "feature", target_branch: str = "main",
                labels: list[str] | None = None,
-               base_files: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+               base_files: dict[str, str] | None = None,
+               head_sha: str | None = None, base_sha: str | None = None) -> dict[str, Any]:  # fmt: skip
         """An open MR whose diff is ``files`` ({path: (old text, new text)}, None = absent) or ``diff``.
 
         The base commit's tree is ``base_files`` plus the old side of ``files``; the head's is
         that tree with ``files`` applied (a file given by ``diff`` holds its diff text there).
+        ``head_sha`` / ``base_sha``: the commits' ids (those of a repository given to ``serve_git``).
         """
         with self._lock:
-            base = fake_sha(f"base-{project_id}-{iid}")
-            version = self._version(base, fake_sha(f"head-{project_id}-{iid}-0"), files, diff)
+            base = base_sha or fake_sha(f"base-{project_id}-{iid}")
+            version = self._version(base, head_sha or fake_sha(f"head-{project_id}-{iid}-0"), files, diff)
             mr = MergeRequest(self._next_id(), iid, project_id, title, description, self._users[author],
                                source_branch, target_branch, self._now(), [version],
                                labels=list(labels or []))  # fmt: skip
