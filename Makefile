@@ -47,11 +47,13 @@ test-deps:
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not embedded"
 
-## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included).
+## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included);
+## the import contracts of .importlinter (no import cycle, imports inside functions included; the layers).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # Options given to every benchmark: `make bench BENCH_FLAGS=--smoke` runs each at its smoke size (seconds each, the
 # scripted model only: what the test suite runs, tests/test_benchmarks.py).

@@ -1,8 +1,12 @@
 """Measure the built-in analyzers on the bundled golden set and the demo change.
 
-Usage: python benchmarks/analyzers.py [--smoke]   (prints, per case, which planted problems got
-evidence on their lines, how many hits landed elsewhere, and the time per analyzer; ``--smoke``:
-the first 3 golden cases and the demo change)
+Usage: python benchmarks/analyzers.py [--smoke] [--cases FILE]   (prints, per case, which planted problems
+got evidence on their lines, how many hits landed elsewhere, and the time per analyzer; ``--smoke``:
+the first 3 golden cases and the demo change; ``--cases``: instead, the pull requests of an evaluation
+set's ``cases.jsonl`` whose ``repo`` is a git bundle with ``main`` and ``feature`` branches, a hit
+matching an expected comment when it is on its lines with one line of slack, and a table per analyzer)
+
+Every built-in analyzer runs, those off by default too.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import argparse
 import asyncio
 import difflib
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -40,12 +45,12 @@ def tree_change(base: Path, head: Path) -> ChangeSet:
     return ChangeSet(files=parse_diff(diff.encode()), root=head)
 
 
-def score(case_id: str, change: ChangeSet, expected: list[dict[str, object]]) -> dict[str, object]:
+def score(case_id: str, change: ChangeSet, expected: list[dict[str, object]], slack: int = 0) -> dict[str, object]:
     report = asyncio.run(collect_evidence(change, builtin_analyzers(), warn=lambda line: print("  !", line)))
 
     def on(ev: Evidence, e: dict[str, object]) -> bool:
         start, end = int(str(e["start_line"])), int(str(e["end_line"]))
-        return ev.path == e["path"] and ev.start_line <= end and ev.end_line >= start
+        return ev.path == e["path"] and ev.start_line <= end + slack and ev.end_line >= start - slack
 
     found = [ev for ev in report.evidence if any(on(ev, e) for e in expected)]
     elsewhere = [ev for ev in report.evidence if ev not in found]
@@ -54,15 +59,54 @@ def score(case_id: str, change: ChangeSet, expected: list[dict[str, object]]) ->
     for ev in report.evidence:
         mark = "+" if ev in found else "-"
         print(f"  {mark} {ev.analyzer}:{ev.rule} {ev.path}:{ev.start_line} {ev.severity} ({domain_for(ev)})")
+        print(f"      {' '.join(ev.message.split())[:160]}")
     print("  seconds:", report.seconds)
+    hits = [(ev.analyzer, ev in found) for ev in report.evidence]
     return {"case": case_id, "expected": len(expected), "covered": covered, "elsewhere": len(elsewhere),
-            "seconds": report.seconds}  # fmt: skip
+            "seconds": report.seconds, "hits": hits}  # fmt: skip
+
+
+def bundle_change(bundle: Path, checkout: Path) -> ChangeSet:
+    """The change ``main`` → ``feature`` of a git bundle, cloned (``feature`` checked out) into ``checkout``."""
+    subprocess.run(["git", "clone", "-q", "-b", "feature", str(bundle), str(checkout)], check=True)
+    diff = subprocess.run(
+        ["git", "-C", str(checkout), "diff", "--no-color", "--no-ext-diff", "origin/main", "feature"],
+        check=True, capture_output=True,
+    ).stdout  # fmt: skip
+    return ChangeSet(files=parse_diff(diff), root=checkout)
+
+
+def evalset(cases_file: Path) -> None:
+    rows = []
+    for line in cases_file.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        with tempfile.TemporaryDirectory() as tmp:
+            change = bundle_change(cases_file.parent / case["repo"], Path(tmp) / "repo")
+            rows.append(score(case["id"], change, case["expected"], slack=1))
+    per_tool: dict[str, list[int]] = {}
+    for row in rows:
+        for analyzer, matched in row["hits"]:  # type: ignore[attr-defined]
+            counts = per_tool.setdefault(analyzer, [0, 0, 0])
+            counts[0] += 1
+            counts[1] += int(matched)
+    for row in rows:
+        for analyzer in {a for a, _ in row["hits"]}:  # type: ignore[attr-defined]
+            per_tool[analyzer][2] += 1
+    print(f"\n{'analyzer':<12} {'hits':>5} {'on an expected comment':>23} {'cases':>6}")
+    for analyzer, (n, matched, cases) in sorted(per_tool.items()):
+        print(f"{analyzer:<12} {n:>5} {matched:>23} {cases:>6}")
+    slowest = max(rows, key=lambda r: max(r["seconds"].values(), default=0.0))  # type: ignore[attr-defined]
+    print(f"slowest case {slowest['case']}: seconds per analyzer {slowest['seconds']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="smoke size: 3 golden cases and the demo change")
+    parser.add_argument("--cases", type=Path, help="an evaluation set's cases.jsonl of git bundles")
     args = parser.parse_args()
+    if args.cases:
+        evalset(args.cases)
+        return
     cases = (GOLDEN / "golden" / "cases.jsonl").read_text().splitlines()
     if args.smoke:
         cases = cases[:3]

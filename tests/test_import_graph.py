@@ -1,135 +1,65 @@
-"""The shape of the package: no import cycles, and one exception tree.
+"""The shape of the package: no import cycles, the layers, and one exception tree.
 
-The import graph is built from the source with ``ast`` (module-level imports only: imports
-inside functions and ``if TYPE_CHECKING:`` blocks do not run when a module is imported), so a
-cycle is reported by name even where Python would happen to tolerate it.
+The import rules are import-linter contracts (``.importlinter``, run by ``make lint``): no cycle
+between modules, counting imports inside functions (``tests.import_contracts``), and the layers
+of docs/architecture.md. These tests run the same checks, and check the cycle finder itself.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 import codejury
 from codejury import errors
 from codejury.errors import CodejuryError
+from tests.import_contracts import cycles, module_edges
 
-SRC = Path(codejury.__file__).parent
+ROOT = Path(__file__).resolve().parents[1]
 SKIP_IMPORT = frozenset({"codejury.__main__"})
 """Modules that do something when imported (run the CLI), so the exception check does not import them."""
 
 
-def _module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def test_src_has_no_import_cycle_counting_imports_inside_functions() -> None:
+    graph = grimp.build_graph("codejury", exclude_type_checking_imports=True, cache_dir=None)
+    assert cycles(module_edges(graph)) == []
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+def test_the_import_contracts_are_kept() -> None:
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run(
+        [str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 kept, 0 broken" in done.stdout
 
 
-def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Imports that run when the module is imported: at module level, in try/if bodies, not TYPE_CHECKING."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    pending: list[ast.stmt] = list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append(node)
-        elif isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
-                pending.extend(node.body)
-            pending.extend(node.orelse)
-        elif isinstance(node, ast.Try):
-            pending.extend([*node.body, *node.orelse, *node.finalbody])
-            for handler in node.handlers:
-                pending.extend(handler.body)
-    return found
-
-
-def import_graph(root: Path = SRC) -> dict[str, set[str]]:
-    """Module → the codejury modules it imports when it is imported."""
-    modules = {_module_name(p, root): p for p in root.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        edges: set[str] = set()
-        for node in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, base] if base else anchor)
-                # ``from pkg import mod`` imports the submodule; ``from mod import name`` the module.
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
-            for target in targets:
-                while target and target not in modules:
-                    target = target.rpartition(".")[0]
-                if target and target != name:
-                    edges.add(target)
-                    # importing a.b.c imports the packages a and a.b first, unless they enclose this
-                    # module (then they are already being imported)
-                    parent = target.rpartition(".")[0]
-                    while parent:
-                        if parent in modules and not f"{name}.".startswith(f"{parent}."):
-                            edges.add(parent)
-                        parent = parent.rpartition(".")[0]
-        graph[name] = edges
-    return graph
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle (its modules in order, the first repeated at the end), or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (cycle := visit(nxt)):
-                return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for start in sorted(graph):
-        if start not in state and (cycle := visit(start)):
-            return cycle
-    return None
-
-
-def test_src_has_no_import_cycle() -> None:
-    cycle = find_cycle(import_graph())
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-
-
-def test_the_cycle_finder_sees_a_cycle_through_a_package_and_ignores_type_checking(tmp_path: Path) -> None:
-    pkg = tmp_path / "codejury"
+def test_the_cycle_finder_counts_imports_inside_functions_and_packages_but_not_type_checking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pkg = tmp_path / "cyclepkg"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("from codejury.sub.b import thing\n")
-    (pkg / "sub" / "b.py").write_text("from codejury import a\nthing = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("from cyclepkg.sub.b import thing\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from cyclepkg import a\nthing = 1\n")
+    (pkg / "sub" / "c.py").write_text("")
     (pkg / "a.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from codejury import c\n"
-        "def f():\n    from codejury import c\n"
-        "from codejury.sub import thing\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyclepkg import d\nimport cyclepkg.sub.c\n"
     )
-    (pkg / "c.py").write_text("from codejury import a\n")
-    graph = import_graph(pkg)
-    assert "codejury.c" not in graph["codejury.a"]  # TYPE_CHECKING and function-level imports do not count
-    assert find_cycle(graph) == ["codejury.a", "codejury.sub", "codejury.sub.b", "codejury.a"]
+    (pkg / "d.py").write_text("from cyclepkg import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = grimp.build_graph("cyclepkg", exclude_type_checking_imports=True, cache_dir=None)
+    edges = module_edges(graph)
+    assert "cyclepkg.d" not in edges["cyclepkg.a"]  # TYPE_CHECKING imports never run
+    assert "cyclepkg.sub" in edges["cyclepkg.a"]  # importing cyclepkg.sub.c runs cyclepkg/sub/__init__ first
+    assert cycles(edges) == [["cyclepkg.a", "cyclepkg.sub", "cyclepkg.sub.b", "cyclepkg.a"]]
 
 
 def _exception_classes() -> list[type[BaseException]]:

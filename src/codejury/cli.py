@@ -1,4 +1,4 @@
-"""Commands only: parse flags, call the pipeline, render, exit code.
+"""Commands only: parse flags, check them, call the composition root (``codejury.session``), exit code.
 
 Exit codes (``EXIT_CODES``, also shown by ``codejury review --help`` and in the README):
 
@@ -11,8 +11,9 @@ Exit codes (``EXIT_CODES``, also shown by ``codejury review --help`` and in the 
 - 5 internal error: an unexpected exception, reported in one line (``CODEJURY_DEBUG=1`` prints
   the traceback); 130 interrupted.
 
-Only click and the standard library are imported at start-up: the pipeline, the provider SDKs,
-pydantic and the forges are imported inside the commands, so ``codejury --help`` is instant.
+Only click and the standard library are imported at start-up: the session, the pipeline, the
+provider SDKs, pydantic and the forges are imported inside the commands, so ``codejury --help``
+is instant.
 """
 
 from __future__ import annotations
@@ -20,29 +21,21 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-import uuid
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from codejury import __version__
-from codejury.cli_io import check_writable, piped_stdin_has_data, shown_path
+from codejury.cli_io import check_writable, shown_path
 from codejury.dashboard.command import dashboard_command
-from codejury.errors import CodejuryError, ConfigError, InputError, InternalError, OutputError, ReviewFailed
+from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
 from codejury.service.commands import serve_command, worker_command
 from codejury.stats_command import stats_command
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
-    from codejury.change.types import ChangeSet
-    from codejury.config import Settings
-    from codejury.forges.publish import Forge
-    from codejury.pipeline import ReviewOptions
+    from codejury.session import ReviewFlags
 
 FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
 """``config.FAIL_ON_CHOICES``, repeated so that ``--help`` need not import the config model (a test checks)."""
@@ -56,7 +49,7 @@ EXIT_CODES = (
 
 class FormatName(click.ParamType[str]):
     """A ``--format`` name, checked against the renderer registry once the plugins are loaded
-    (``check_format``): ``--help`` imports no renderer, and a plugin's format is accepted."""
+    (``session.check_format``): ``--help`` imports no renderer, and a plugin's format is accepted."""
 
     name = "format"
 
@@ -68,41 +61,6 @@ class FormatName(click.ParamType[str]):
         if not text or text.endswith("-plan"):
             self.fail(f"{value!r} is not a format name", param, ctx)
         return text
-
-
-@dataclass(frozen=True)
-class ReviewFlags:
-    """The flags of ``codejury review``, as click parsed them."""
-
-    working_tree: bool
-    base_ref: str | None
-    head_ref: str | None
-    diff_file: str | None
-    repo_dir: Path | None
-    fmt: str | None
-    output: Path | None
-    events_file: Path | None
-    fail_on: str | None
-    break_glass: bool
-    dry_run: bool
-    model: str | None
-    model_for: tuple[str, ...]
-    reflection: bool | None
-    exclude: tuple[str, ...]
-    evidence: tuple[str, ...]
-    baseline: str | None
-    config_file: Path | None
-    remote_config: str | None
-    plugins: tuple[str, ...]
-    source: str | None = None
-    url: str | None = None
-    publish: bool = False
-    max_inline: int = 20
-    max_cost: float | None = None
-    metrics_push: str | None = None
-    metrics_textfile: Path | None = None
-    recorders: tuple[Any, ...] = ()
-    """More recorders for the review (the review service counts its workers' reviews with one)."""
 
 
 def _err(msg: str) -> None:
@@ -269,6 +227,7 @@ def review_command(**flags: Any) -> None:
     import asyncio
 
     from codejury.forges.errors import ForgeUnavailable
+    from codejury.session import ReviewFlags
 
     env = dict(os.environ)
     try:
@@ -291,38 +250,17 @@ def review_command(**flags: Any) -> None:
 
 
 async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
+    """Check the flags, then have the composition root review; 1 when the review reaches ``--fail-on``."""
     if f.diff_file and (f.working_tree or f.base_ref or f.head_ref):
         raise InputError("--diff cannot be combined with --working-tree, --base or --head")
     _check_flags(f)  # before the heavy imports: a bad flag is answered at once
     if f.url is not None or f.publish:
-        return await _review_merge_request(env, f)
-    from codejury.change.select import open_source
-    from codejury.findings import Review
-    from codejury.judge.verdict import should_fail
-    from codejury.pipeline import review
-    from codejury.plugins import collect_registry, make_plugin_manager
-    from codejury.publish import OutputPublisher, default_format
+        _check_forge_flags(f)
+    from codejury import session
 
-    pm = make_plugin_manager(f.plugins)  # once per review: sources, renderers and the pipeline's plugins
-    sources = collect_registry(pm, "codejury_register_sources")
-    renderers = collect_registry(pm, "codejury_register_renderers")
-    check_format(f, renderers)
-    with ExitStack() as stack:
-        source: Any = open_source(sources, f)
-        if hasattr(source, "__enter__"):
-            source = stack.enter_context(source)
-        change = _with_stdin_hint(f, source.load)
-        settings, opts = _options(change, env, f, stack)
-        output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
-        opts.plugin_manager, opts.publishers, opts.recorders = pm, [output], _recorders(pm, settings, env)
-        opts.recorders = _closed_with(stack, [*opts.recorders, *_metrics_recorders(f)])
-        result = await review(change, opts)
-    if output.unwritten is not None:
-        raise output.unwritten
-    _check_event_log(opts, f)
-    if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
-        return 1
-    return 0
+    plugins = session.load_plugins(f.plugins)  # once per review: sources, forges, renderers, recorders, stages
+    outcome = await session.review(env, f, plugins, warn=_err, progress=_progress)
+    return 1 if outcome.blocks else 0
 
 
 def _check_flags(f: ReviewFlags) -> None:
@@ -349,188 +287,14 @@ def _check_flags(f: ReviewFlags) -> None:
         check_metrics_flags(f.metrics_push, f.metrics_textfile)
 
 
-def _with_stdin_hint(f: ReviewFlags, load: Callable[[], ChangeSet]) -> ChangeSet:
-    """``load()``'s change; when git finds nothing to review but a diff waits on stdin, say how to read it."""
-    hint = "; to review a diff from stdin, use --diff -"
-    try:
-        change = load()
-    except InputError as exc:
-        if f.diff_file is None and piped_stdin_has_data():
-            raise InputError(f"{exc}{hint}") from exc
-        raise
-    if not change.files:
-        empty = "the change is empty: there is nothing to review"
-        raise InputError(empty + hint if f.diff_file is None and piped_stdin_has_data() else empty)
-    return change
-
-
-def _options(
-    change: ChangeSet, env: dict[str, str], f: ReviewFlags, stack: ExitStack
-) -> tuple[Settings, ReviewOptions]:
-    """Layered settings for ``change`` and the options of its review (the event log joins ``stack``)."""
-    from codejury.pipeline import ReviewOptions
-    from codejury.record.events import EventLog
-    from codejury.secrets import secret_values
-    from codejury.settings_loader import load_settings, parse_assignments
-
-    table: dict[str, Any] = {}
-    if f.fail_on:
-        table["fail_on"] = f.fail_on
-    if f.reflection is not None:
-        table["reflection"] = f.reflection
-    if f.exclude:
-        table["exclude"] = list(f.exclude)
-    if f.evidence:
-        table["evidence"] = [str(Path(p).resolve()) for p in f.evidence]
-    if f.remote_config:
-        table["remote_config"] = f.remote_config
-    if f.max_cost is not None:
-        table["max_cost_usd"] = f.max_cost
-    config_text = (str(f.config_file), _read_config(f.config_file)) if f.config_file else None
-    settings, notice = load_settings(
-        change,
-        env,
-        cli_table=table,
-        cli_model=f.model,
-        cli_reviewer_models=parse_assignments(f.model_for, "--model-for"),
-        config_file_text=config_text,
-    )
-    if notice:
-        _err(notice)
-    try:
-        log = EventLog(f.events_file, run_id=uuid.uuid4().hex[:12], secrets=secret_values(env))
-    except OSError as exc:
-        raise OutputError(f"cannot write --events {shown_path(f.events_file or '')}: {exc.strerror or exc}") from exc
-    events = stack.enter_context(log)
-    from codejury.telemetry.tracing import start_tracing
-
-    tracing = start_tracing(env, include_content=settings.record_prompts, redact=events.redact)  # OTEL_* set
-    if tracing is not None:
-        stack.callback(tracing.close, _err)  # flushed within 2 s when the review is done
-    opts = ReviewOptions(
-        settings=settings,
-        env=env,
-        events=events,
-        warn=_err,
-        break_glass=f.break_glass,
-        dry_run=f.dry_run,
-        plugins=f.plugins,
-        notices=(notice,) if notice else (),
-        progress=_progress,
-        baseline="naive" if f.baseline == "naive" else None,
-    )
-    return settings, opts
-
-
-def _recorders(pm: Any, settings: Settings, env: Mapping[str, str]) -> list[Any]:
-    """The registered recorders the settings turn on (a ``[plugins.NAME]`` table for recorder NAME), then
-    the store recorder, on unless ``record.url`` is ``none``."""
-    from codejury.plugins import collect_registry
-    from codejury.record.store_recorder import store_recorder
-
-    factories = collect_registry(pm, "codejury_register_recorders")
-    found = [factory(settings.plugins[name]) for name, factory in factories.items() if name in settings.plugins]
-    store = store_recorder(settings.record_url, env)
-    return found if store is None else [*found, store]
-
-
-def _metrics_recorders(f: ReviewFlags) -> list[Any]:
-    """The metrics exporter that ``--metrics-push`` / ``--metrics-textfile`` ask for (a recorder), if any."""
-    from codejury.telemetry.options import metrics_recorders
-
-    return list(metrics_recorders(f.metrics_push, f.metrics_textfile, _err))
-
-
-def _closed_with(stack: ExitStack, recorders: list[Any]) -> list[Any]:
-    """``recorders``, closed when ``stack`` unwinds however the review ends: each writes what it still holds
-    (bounded; nothing is waited for on a store that already did not answer) before the process exits."""
-    from codejury.record.recorders import close_recorders
-
-    stack.callback(close_recorders, recorders, _err)
-    return recorders
-
-
-def _check_event_log(opts: ReviewOptions, f: ReviewFlags) -> None:
-    """After the review was printed or written: an event log that could not be written is exit 2."""
-    failed = opts.events.write_error
-    if failed is not None:
-        raise OutputError(f"cannot write --events {shown_path(f.events_file or Path())}: {failed}")
-
-
-async def _review_merge_request(env: dict[str, str], f: ReviewFlags) -> int:
-    """``--url`` / ``--publish``: review a GitLab merge request or a GitHub pull request through its API."""
+def _check_forge_flags(f: ReviewFlags) -> None:
+    """``--url`` / ``--publish`` review a merge request: the flags that choose a local change do not apply."""
     if f.diff_file or f.source or f.working_tree or f.base_ref or f.head_ref:
         raise InputError(
             "--url and --publish review a merge request: drop --diff, --source, --working-tree, --base and --head"
         )
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
-    from codejury.plugins import make_plugin_manager
-
-    pm = make_plugin_manager(f.plugins)  # once per review: forges, renderers, recorders and the pipeline's plugins
-    return await _review_on_forge(env, f, pm, _forge(f.url, env, pm))
-
-
-def _forge(url: str | None, env: dict[str, str], pm: Any) -> Callable[[], Forge]:
-    """How to open the adapter for the change of ``--url`` or of this CI run, from the registered forges:
-    the target is found now, the adapter (and its HTTP client) made when the review starts."""
-    from codejury.forges.registry import forge_opener
-    from codejury.plugins import collect_registry
-
-    kinds = collect_registry(pm, "codejury_register_forges")
-    return forge_opener(kinds, url, env, _err)
-
-
-async def _review_on_forge(env: dict[str, str], f: ReviewFlags, pm: Any, open_forge: Callable[[], Forge]) -> int:
-    """Review the forge's change, print it and, with ``--publish``, post it (or the failure note)."""
-    from codejury.findings import Review
-    from codejury.forges.errors import ForgeError
-    from codejury.forges.publish import PreviousState, disputes
-    from codejury.forges.publisher import ForgePublisher
-    from codejury.judge.verdict import should_fail
-    from codejury.pipeline import review
-    from codejury.plugins import collect_registry
-    from codejury.publish import OutputPublisher, default_format
-
-    renderers = collect_registry(pm, "codejury_register_renderers")
-    check_format(f, renderers)
-    async with open_forge() as forge:
-        try:
-            with ExitStack() as stack:
-                change = await forge.load_change()
-                if not change.files:
-                    raise InputError(f"the {forge.noun} has no changes: there is nothing to review")
-                settings, opts = _options(change, env, f, stack)
-                previous = await forge.load_previous() if f.publish else PreviousState()
-                output = OutputPublisher(renderers, default_format(f.fmt, f.output), f.output)
-                publishers: list[Any] = [output]
-                if f.publish:
-                    publishers.append(
-                        ForgePublisher(
-                            forge,
-                            previous,
-                            change.files,
-                            fail_on=settings.fail_on,
-                            approve=settings.approve,
-                            max_inline=f.max_inline,
-                            events=opts.events,
-                            say=_err,
-                        )
-                    )
-                opts.disputes, opts.plugin_manager, opts.publishers = disputes(previous), pm, publishers
-                ours = _closed_with(stack, [*_recorders(pm, settings, env), *_metrics_recorders(f)])
-                opts.recorders = [*ours, *f.recorders]  # f.recorders are the caller's to close
-                result = await review(change, opts)
-        except ForgeError as exc:
-            done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
-            message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
-            raise type(exc)(message, status=exc.status) from exc
-    if output.unwritten is not None:  # published all the same: the review was printed on stdout
-        raise output.unwritten
-    _check_event_log(opts, f)
-    if isinstance(result, Review) and should_fail(result, settings.fail_on):  # type: ignore[arg-type]
-        return 1
-    return 0
 
 
 async def _review(env: dict[str, str], flags: ReviewFlags) -> int:
@@ -541,29 +305,6 @@ async def _review(env: dict[str, str], flags: ReviewFlags) -> int:
         registry = sys.modules.get("codejury.models.registry")
         if registry is not None:  # not imported: no client was opened (a flag was refused first)
             await registry.close_cached_models()
-
-
-def _read_config(path: Path) -> str:
-    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path  # capped while read: /dev/zero, a FIFO
-
-    data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-
-
-def check_format(f: ReviewFlags, renderers: Mapping[str, Any]) -> None:
-    """``--format`` names a registered renderer (for a plan too, with ``--dry-run``), else InputError."""
-    from codejury.publish import default_format
-
-    fmt = default_format(f.fmt, f.output)
-    if fmt not in renderers:
-        formats = ", ".join(sorted(n for n in renderers if not n.endswith("-plan")))
-        raise InputError(f"--format {fmt}: no such format; formats: {formats} (a plugin's format needs --plugin)")
-    if f.dry_run and f"{fmt}-plan" not in renderers:
-        plans = ", ".join(sorted(n.removesuffix("-plan") for n in renderers if n.endswith("-plan")))
-        raise InputError(f"--format {fmt} renders a review, not a plan: use {plans} with --dry-run")
 
 
 cli.add_command(eval_command)

@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from codejury.config_schema import FAIL_ON_CHOICES as FAIL_ON_CHOICES
 from codejury.config_schema import FileTable, Source, dotted, show_value, validate_table
 from codejury.errors import ConfigError
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from codejury.reviewers.roster import ReviewerSpec
 
 ModelTier = Literal["top", "standard", "light"]
-FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
 EMBEDDED_MODEL = "local:qwen2.5-coder-1.5b"
 TIERS: tuple[ModelTier, ...] = ("top", "standard", "light")
 
@@ -119,6 +119,10 @@ class Settings:
     evidence: tuple[str, ...] = ()
     """SARIF files read as analyzer evidence."""
     analyzers: bool = _DEFAULT.analyzers
+    enable_analyzers: tuple[str, ...] = ()
+    """Analyzers that are off by default to run as well (``analyzers.OFF_BY_DEFAULT``)."""
+    disable_analyzers: tuple[str, ...] = ()
+    """Analyzers not to run, by registered name."""
     max_cost_usd: float | None = None
     """Cost ceiling of one review (USD); None: none."""
     instructions_url: str | None = None
@@ -183,6 +187,8 @@ TABLE_KEYS = frozenset(
         "plugins",
         "weak_models",
         "evidence",
+        "enable_analyzers",
+        "disable_analyzers",
         "max_cost_usd",
         "instructions_url",
         "record",
@@ -244,7 +250,7 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
             disabled.discard(name)
         elif entry.enabled is False:
             disabled.add(name)
-    for listed in ("exclude", "weak_models", "evidence"):
+    for listed in ("exclude", "weak_models", "evidence", "enable_analyzers", "disable_analyzers"):
         if listed in t.model_fields_set:
             changes[listed] = tuple(getattr(t, listed))
     if "remote_config" in t.model_fields_set:

@@ -22,6 +22,8 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from codejury.errors import ConfigError
 
+FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
+"""The ``fail_on`` levels, least to most lenient (``codejury.config`` re-exports them)."""
 _PROVIDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the provider part of "provider:model"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -72,8 +74,6 @@ def _provider_name(value: str) -> str:
 
 
 def _fail_on(value: str) -> str:
-    from codejury.config import FAIL_ON_CHOICES  # read at call time: the one list of choices
-
     if value not in FAIL_ON_CHOICES:
         raise _expected("one of " + ", ".join(FAIL_ON_CHOICES))
     return value
@@ -275,8 +275,16 @@ class FileTable(_Table):
     )
     analyzers: bool = Field(
         default=True,
-        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift, hygiene)"
-        " on the changed lines.",
+        description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift, hygiene, "
+        "shellcheck, zizmor, cppcheck, typos) on the changed lines.",
+    )
+    enable_analyzers: list[Name] = Field(
+        default_factory=list,
+        description='Analyzers that are off by default to run as well, by registered name (oxlint: ["oxlint"]).',
+    )
+    disable_analyzers: list[Name] = Field(
+        default_factory=list,
+        description='Analyzers not to run, by registered name (e.g. ["zizmor"]); a plugin\'s too.',
     )
     max_cost_usd: Usd | None = Field(
         default=None,

@@ -1,14 +1,14 @@
 """review(): source → filter → tier → workspace → reviewers → judge → verdict → publish → record.
 
 This is the one place where the stages are called in order; each stage is a function of the
-module that owns it, and what the stages share travels in one frozen ``ReviewRun``. The CLI,
-``codejury eval`` and a review service's workers all call ``review``: they differ only in the
-change they load, and the publishers (stdout, a file, a merge request) and recorders they pass.
+module that owns it, and what the stages share travels in one frozen ``ReviewRun``. Every entry
+point (the CLI, ``codejury eval``, a review service's workers) reaches ``review`` through the
+composition root, ``codejury.session``: they differ only in the change they load, and the
+publishers (stdout, a file, a merge request) and recorders they pass (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -17,14 +17,17 @@ from codejury.agents.context_watch import context_notes
 from codejury.agents.panel import run_panel
 from codejury.agents.prompts import shared_context
 from codejury.analyzers.stage import evidence_stage
+from codejury.change.break_glass import break_glass_requested
 from codejury.change.classify import tier_stage
 from codejury.change.noise import filter_stage
 from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
 from codejury.errors import InputError, ModelSetupError, ReviewFailed
 from codejury.findings import Plan, Review, Tier
+from codejury.judge.naive import naive_stage
 from codejury.judge.stage import judge_stage
 from codejury.judge.verdict import not_reviewed_stage, verdict_stage
+from codejury.lifecycle import assemble, run_bootstrap, run_configure, run_post_configure
 from codejury.models.selection import (
     ReviewModels,
     board_for,
@@ -35,7 +38,6 @@ from codejury.models.selection import (
 )
 from codejury.models.selection import price_table as price_table
 from codejury.planning import plan_stage
-from codejury.plugins import assemble, make_plugin_manager, run_bootstrap, run_configure, run_post_configure
 from codejury.publish import publish_failure_stage, publish_stage
 from codejury.record.stage import record_stage
 from codejury.resilience import BreakerState
@@ -43,8 +45,6 @@ from codejury.runstate import ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
 from codejury.telemetry.tracing import span, traced, traced_review
 from codejury.workspace import workspace_stage
-
-BREAK_GLASS_RE = re.compile(r"^\s*break\s+glass\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 @traced_review
@@ -82,8 +82,6 @@ async def _reviewed(run: ReviewRun) -> Review:
     known = len(run.change.left_out)  # start() warned about these; the tools add what they cannot read
     with _breaker_events(run, models):
         if run.options.baseline == "naive":
-            from codejury.eval.baseline import naive_stage
-
             return await naive_stage(run, models)
         with workspace_stage(run, _context_text(run)) as ctx:
             panel = await traced("reviewers", run_panel(run, ctx, models))
@@ -125,7 +123,7 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
 
 async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:
     """Run the plugin lifecycle and return the assembled configuration."""
-    pm = opts.plugin_manager or make_plugin_manager(opts.plugins)
+    pm = opts.plugin_manager
     await run_bootstrap(pm, opts.settings, opts.warn)
     contributions = run_configure(pm, opts.settings, change)
     config = assemble(opts.settings, contributions, opts.notices)
@@ -159,11 +157,6 @@ def fold_for_weak_model(
     opts.events.emit("panel_folded", reviewers=folded, into=generalist, model=spec)
     kept = [generalist, *(n for n in names if n not in folded and n != generalist)]
     return kept, {**models, generalist: spec}  # the folded ones keep theirs: analyzer hits in their domain use it
-
-
-def break_glass_requested(change: ChangeSet) -> bool:
-    """A human comment that says exactly 'break glass' forces approval."""
-    return any(BREAK_GLASS_RE.search(c) for c in change.meta.comments)
 
 
 def _models(run: ReviewRun) -> ReviewModels:
@@ -225,4 +218,10 @@ def _maybe_scrubbing(say: Callable[[str], None] | None, redactor: Redactor) -> C
     return None if say is None else _scrubbing(say, redactor)
 
 
-__all__ = ["ModelSetupError", "ReviewOptions", "configure", "review", "start"]
+__all__ = [
+    "ModelSetupError",
+    "ReviewOptions",
+    "configure",
+    "review",
+    "start",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ class OutputPublisher:
     ``unwritten``: the models were paid for, so the review reaches the user all the same.
     """
 
-    def __init__(self, renderers: dict[str, Renderer], fmt: str, output: Path | None) -> None:
+    def __init__(self, renderers: Mapping[str, Renderer], fmt: str, output: Path | None) -> None:
         self.renderers = renderers
         self.fmt = fmt
         self.output = output
@@ -53,7 +53,7 @@ class OutputPublisher:
         """Nothing to render: the CLI says why on stderr and exits 3."""
 
 
-def emit(result: Review | Plan, fmt: str, output: Path | None, renderers: dict[str, Renderer]) -> OutputError | None:
+def emit(result: Review | Plan, fmt: str, output: Path | None, renderers: Mapping[str, Renderer]) -> OutputError | None:
     """Print ``result`` or write it to ``output``; a failed write prints it instead and returns the error."""
     from rich.console import Console
 

@@ -1,9 +1,10 @@
 """What the stages of one review share: the caller's options, and the frozen state of the run.
 
-``ReviewOptions`` is what a caller (the CLI, ``codejury eval``, a review service's worker)
-chooses: settings, environment, where events, warnings and progress lines go, who publishes and
-who records. ``ReviewRun`` is what the first stages decided and every later stage reads: the
-assembled configuration, the files kept and skipped, the tier, the panel and its models.
+``ReviewOptions`` is what the composition root (``codejury.session``) assembles for a caller
+(the CLI, ``codejury eval``, a review service's worker): settings, plugins, environment, where
+events, warnings and progress lines go, who publishes and who records. ``ReviewRun`` is what
+the first stages decided and every later stage reads: the assembled configuration, the files
+kept and skipped, the tier, the panel and its models.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ class ReviewOptions:
     env: Mapping[str, str]
     events: EventLog
     warn: Callable[[str], None]
+    plugin_manager: pluggy.PluginManager
+    """The review's plugins, loaded once by the caller (``codejury.session``; a test's scripted models)."""
     break_glass: bool = False
     dry_run: bool = False
-    plugins: Sequence[str] = ()
     notices: Sequence[str] = ()
     workspace_dir: Path | None = None
     board: BreakerBoard | None = None
@@ -61,8 +63,6 @@ class ReviewOptions:
     """Where a line goes as each stage starts and ends (stderr in the CLI); None: nowhere."""
     publishers: Sequence[Publisher] = ()
     recorders: Sequence[Recorder] = ()
-    plugin_manager: pluggy.PluginManager | None = None
-    """The review's plugin manager, when the caller already built it (it is built once per review)."""
     baseline: Baseline | None = None
     """``naive``: one plain prompt on the standard model instead of the panel (``codejury eval --baseline``)."""
 

@@ -15,7 +15,12 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
 - ``team_rules``: code a rule in ``.codejury/rules/*.md`` forbids by name ("never call
   `http.Get`") on an added line (``analyzers.team_rules``);
 - ``hygiene``: an added JavaScript/TypeScript/Java import nothing uses, a file left without its
-  final newline (``analyzers.hygiene``).
+  final newline (``analyzers.hygiene``);
+- linters installed with codejury as wheels, each run once over the change's files of its
+  languages with a rule selection chosen for precision: ``shellcheck`` (shell scripts and workflow
+  ``run:`` blocks), ``zizmor`` (GitHub Actions workflows), ``cppcheck`` (C/C++, error and warning),
+  ``typos`` (misspellings), ``oxlint`` (JavaScript/TypeScript, correctness; off by default,
+  ``OFF_BY_DEFAULT``: ``enable_analyzers = ["oxlint"]``).
 
 ``--evidence FILE`` adds SARIF from any other tool (``analyzers.sarif.SarifEvidence``).
 ``collect_evidence`` runs them all at once within a budget (``analyzers.runner``), and
@@ -30,6 +35,7 @@ from codejury.analyzers.runner import EvidenceReport, collect_evidence
 
 __all__ = [
     "DOMAIN_TABLE",
+    "OFF_BY_DEFAULT",
     "Analyzer",
     "AnalyzerFailed",
     "AnalyzerSkipped",
@@ -41,15 +47,25 @@ __all__ = [
 ]
 
 
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"oxlint"})
+"""Registered analyzers that run only when ``enable_analyzers`` names them: fewer than half of their hits
+were real problems by a hand check on real pull requests (the README's Analyzers section)."""
+
+
 def builtin_analyzers() -> dict[str, Analyzer]:
     """The built-in analyzers by registered name, freshly made."""
+    from codejury.analyzers.cppcheck import CppcheckAnalyzer
     from codejury.analyzers.drift import DriftAnalyzer
     from codejury.analyzers.hadolint import HadolintAnalyzer
     from codejury.analyzers.hygiene import HygieneAnalyzer
+    from codejury.analyzers.oxlint import OxlintAnalyzer
     from codejury.analyzers.ruff import RuffAnalyzer
     from codejury.analyzers.rules import RulePackAnalyzer
     from codejury.analyzers.secret_scan import SecretScanner
+    from codejury.analyzers.shellcheck import ShellCheckAnalyzer
     from codejury.analyzers.team_rules import TeamRulesAnalyzer
+    from codejury.analyzers.typos import TyposAnalyzer
+    from codejury.analyzers.zizmor import ZizmorAnalyzer
 
     return {
         "ruff": RuffAnalyzer(),
@@ -59,4 +75,9 @@ def builtin_analyzers() -> dict[str, Analyzer]:
         "drift": DriftAnalyzer(),
         "team_rules": TeamRulesAnalyzer(),
         "hygiene": HygieneAnalyzer(),
+        "shellcheck": ShellCheckAnalyzer(),
+        "zizmor": ZizmorAnalyzer(),
+        "oxlint": OxlintAnalyzer(),
+        "cppcheck": CppcheckAnalyzer(),
+        "typos": TyposAnalyzer(),
     }

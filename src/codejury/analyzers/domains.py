@@ -33,6 +33,11 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("drift", "agents-md", "agents_md"),
     ("team_rules", "", "compliance"),
     ("hygiene", "", "code_quality"),
+    ("zizmor", "", "security"),  # template injection, dangerous triggers, permissions, unpinned actions
+    ("shellcheck", "", "code_quality"),
+    ("oxlint", "", "code_quality"),
+    ("cppcheck", "", "code_quality"),
+    ("typos", "", "code_quality"),
 )
 """(analyzer, rule prefix, reviewer): the first matching row decides."""
 

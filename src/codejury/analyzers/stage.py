@@ -8,6 +8,7 @@ model is called.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,14 +16,25 @@ from codejury.analyzers.runner import EvidenceReport, collect_evidence
 from codejury.runstate import ReviewRun
 
 
+def chosen(analyzers: dict[str, object], *, enable: Sequence[str], disable: Sequence[str]) -> dict[str, object]:
+    """The registered analyzers that run: those off by default only when ``enable`` names them, none that
+    ``disable`` names."""
+    from codejury.analyzers import OFF_BY_DEFAULT
+
+    return {
+        name: a
+        for name, a in analyzers.items()
+        if name not in disable and (name not in OFF_BY_DEFAULT or name in enable)
+    }
+
+
 async def evidence_stage(run: ReviewRun) -> EvidenceReport:
     settings = run.settings
     analyzers: dict[str, object] = {}
     if settings.analyzers:
-        from codejury.plugins import collect_registry, make_plugin_manager
+        from codejury.lifecycle import collect_registry
 
-        pm = run.options.plugin_manager or make_plugin_manager(run.options.plugins)
-        analyzers.update(collect_registry(pm, "codejury_register_analyzers"))
+        analyzers.update(collect_registry(run.options.plugin_manager, "codejury_register_analyzers"))
     if settings.evidence:
         from codejury.analyzers.sarif import SarifEvidence
 

@@ -18,13 +18,13 @@ from dataclasses import replace
 from types import TracebackType
 from typing import ClassVar, Self, TypeVar
 
+from codejury.change.break_glass import BREAK_GLASS_RE
 from codejury.change.types import FileChange
 from codejury.checkout import HeadSide, open_head_side
 from codejury.checkout.cache import CACHE_ENV, Remote, repo_cache
 from codejury.findings import Review
 from codejury.forges.plan import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply
 from codejury.forges.publish import plan_publish
-from codejury.pipeline import BREAK_GLASS_RE
 from codejury.secrets import Redactor, secret_values
 
 Author = TypeVar("Author")

@@ -140,8 +140,8 @@ def _succeeded(review: Review) -> bool:
 
 
 def approval_action(review: Review, *, approve: bool, bot_approved: bool) -> ApprovalAction:
-    """DESIGN.md's rubric as a forge action; an unjudged, reviewer-less or ``not_reviewed`` review never approves
-    (it withdraws the bot's approval); only break glass approves regardless."""
+    """The verdict rubric (docs/architecture.md) as a forge action; an unjudged, reviewer-less or
+    ``not_reviewed`` review never approves (it withdraws the bot's approval); only break glass approves regardless."""
     if not approve:
         return "none"
     wants = "approve" if review.break_glass else VCS_ACTION[review.verdict]

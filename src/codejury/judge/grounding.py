@@ -1,7 +1,7 @@
 """Grounding: findings backed by analyzer evidence or a passed verification; weak models cannot block alone.
 
 A small model cannot be trusted to find problems on its own, so proposing and confirming are
-separate (DESIGN.md, "Getting findings right"):
+separate (docs/architecture.md, "Getting findings right"):
 
 - **Evidence.** Analyzer hits on changed lines (ruff, the secrets scanner, the rule pack, SARIF
   from ``--evidence``) back the findings at their place (``evidence``: ``analyzer:rule``); a weak
@@ -64,8 +64,11 @@ OFF_CHANGE = "on unchanged lines"
 MAX_CANDIDATES = 12
 """Analyzer hits no reviewer reported that are confirmed per review (most severe first)."""
 CHECK_TIMEOUT_S = 120.0
-SELF_EVIDENT = frozenset({"secrets"})
-"""Analyzers whose hit is published even when no model could confirm it: a committed live key is a fact."""
+SELF_EVIDENT = frozenset({"secrets", "typos", "oxlint:use-isnan", "oxlint:valid-typeof"})
+"""Analyzers (``name``) and rules (``name:rule``) whose hit is a fact a weak model cannot judge better than the
+tool: a committed live key, a word on typos' list of known misspellings, a comparison with ``NaN`` or a
+``typeof`` string that is always false. Published in the tool's words with its ``analyzer:rule`` and no call on a
+weak model; a model that is not weak may still explain or reject it."""
 CONTEXT_LINES = 3
 UNCONFIRMED_NOTE = "(Advisory: the analyzer flagged this; the small model reviewing it did not confirm it.)"
 UNANSWERED_NOTE = (
@@ -137,6 +140,11 @@ def is_weak(run: ReviewRun, models: ReviewModels, spec: str | None) -> bool:
         return False
     profile = models.profiles.get(spec)
     return bool(profile and profile.weak) or is_weak_spec(run.config, spec)
+
+
+def is_self_evident(key: str) -> bool:
+    """Whether the hit ``analyzer:rule`` is deterministic evidence (``SELF_EVIDENT`` names its analyzer or rule)."""
+    return key in SELF_EVIDENT or key.split(":", 1)[0] in SELF_EVIDENT
 
 
 def attach_evidence(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[Finding]:
@@ -289,9 +297,7 @@ def _settled(f: Finding, checker: _Checker) -> bool:
     """A finding no check could overturn: a self-evident analyzer's hit (a committed key), a hit whose
     weak confirmer was already overruled (a second word from the same model changes nothing), a hit
     whose check failed (it had its one check), or held security evidence."""
-    return (
-        f.withholds_approval or f.id in checker.settled or any(e.split(":", 1)[0] in SELF_EVIDENT for e in f.evidence)
-    )
+    return f.withholds_approval or f.id in checker.settled or any(is_self_evident(e) for e in f.evidence)
 
 
 def _needs_check(run: ReviewRun, models: ReviewModels, f: Finding) -> bool:
@@ -441,7 +447,7 @@ class _Checker:
         prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message)
         weak = is_weak(self.run, self.models, spec)
         # A weak model could not reject a self-evident hit (a committed key): no call to make.
-        self_evident = spec is not None and weak and hit.analyzer in SELF_EVIDENT
+        self_evident = spec is not None and weak and is_self_evident(f"{hit.analyzer}:{hit.rule}")
         answer = (
             await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation) if spec and not self_evident else None
         )

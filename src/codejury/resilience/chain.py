@@ -81,7 +81,7 @@ EventSink = Callable[..., None]
 
 @dataclass(frozen=True)
 class ResilienceSettings:
-    """Watchdog and retry limits of one chain (DESIGN.md, Models and resilience)."""
+    """Watchdog and retry limits of one chain (docs/architecture.md, "Models and resilience")."""
 
     stall_timeout_s: float = 60.0
     heartbeat_s: float = 30.0

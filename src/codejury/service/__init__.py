@@ -2,7 +2,7 @@
 
 - ``webhooks``: GitHub and GitLab deliveries verified (constant-time) and turned into a
   ``ReviewRequest``, or a reason to skip them (draft, bot, an action that changes no code);
-- ``jobs``: one queued review, run through the same forge code path as ``codejury review --url
+- ``jobs``: one queued review, run through the composition root (``codejury.session``) as ``codejury review --url
   URL --publish``;
 - ``local_queue``: the embedded queue, persisted in a SQLite file, run inside ``codejury serve``;
 - ``pg_queue``: the distributed queue on PostgreSQL (Procrastinate), run by ``codejury worker``;

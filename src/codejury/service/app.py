@@ -49,7 +49,7 @@ from codejury.forges.hosts import ForgeHosts, forge_hosts
 from codejury.record.model import ReviewRecord
 from codejury.record.schema import StoreError
 from codejury.record.store import Store
-from codejury.service.commands import DASHBOARD_PUBLIC_ENV, DASHBOARD_TOKEN_ENV, DASHBOARD_USER_HEADER_ENV
+from codejury.service.dashboard_env import DASHBOARD_PUBLIC_ENV, DASHBOARD_TOKEN_ENV, DASHBOARD_USER_HEADER_ENV
 from codejury.service.deliveries import Deliveries, event_identity
 from codejury.service.intake import Intake, intake_for
 from codejury.service.webhooks import (

@@ -28,6 +28,7 @@ from codejury.forges.safety import checked, safe_text
 if TYPE_CHECKING:
     from codejury.change.types import ChangeSet
     from codejury.findings import Usage
+    from codejury.plugins import Plugins
     from codejury.service.chat import ChatCommand
     from codejury.telemetry.metrics import ReviewMetrics
 
@@ -79,7 +80,7 @@ async def answer_question(
     read_head: Callable[[str], Awaitable[str | None]],
     env: dict[str, str],
     setup: Any,
-    pm: Any,
+    plugins: Plugins,
     metrics: ReviewMetrics | None,
     say: Callable[[str], None],
 ) -> Asked:
@@ -88,30 +89,23 @@ async def answer_question(
     from pydantic_ai.exceptions import AgentRunError
     from pydantic_ai.usage import RunUsage, UsageLimits
 
-    from codejury import pipeline
+    from codejury import pipeline, session
     from codejury.agents.prompts import fence, inline_change
     from codejury.errors import ConfigError
     from codejury.models.pricing import usage_from_run
     from codejury.models.selection import board_for, build_review_models, choose_model, default_resolver, price_table
-    from codejury.record.events import EventLog
     from codejury.resilience import AgentWatch
     from codejury.resilience.errors import ChainExhausted
     from codejury.runstate import ReviewOptions
-    from codejury.secrets import provider_key_values, secret_values
-    from codejury.settings_loader import load_settings, parse_assignments
+    from codejury.secrets import provider_key_values
     from codejury.workspace import numbered_patch
 
-    config_text = (str(setup.config_file), setup.config_file.read_text()) if setup.config_file else None
-    settings, _ = load_settings(
-        change,
-        env,
-        cli_table={"remote_config": setup.remote_config} if setup.remote_config else None,
-        cli_model=setup.model,
-        cli_reviewer_models=parse_assignments(setup.model_for, "--model-for"),
-        config_file_text=config_text,
+    flags = session.ReviewFlags(
+        model=setup.model, model_for=setup.model_for, config_file=setup.config_file, remote_config=setup.remote_config
     )
-    events = EventLog(None, run_id=f"chat-{command.comment_id}", secrets=secret_values(env))
-    opts = ReviewOptions(settings=settings, env=env, events=events, warn=say, plugin_manager=pm)
+    settings, _ = session.review_settings(change, env, flags)
+    events = session.open_event_log(None, env, run_id=f"chat-{command.comment_id}")
+    opts = ReviewOptions(settings=settings, env=env, events=events, warn=say, plugin_manager=plugins.manager)
     config = await pipeline.configure(change, opts)
     spec = choose_model(config, "coordinator", tier="full")
     if spec is None:

@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-if TYPE_CHECKING:
-    from codejury.service.webhooks import ReviewRequest, Skipped
+from codejury.service.requests import ChatCommand as ChatCommand
+from codejury.service.requests import CommandName, ReviewRequest, Skipped
 
-CommandName = Literal["review", "ask", "help", "break_glass", "reply"]
 GITHUB_CHAT_EVENTS = ("issue_comment", "pull_request_review_comment")
 GITLAB_CHAT_EVENT = "Note Hook"
 MAX_QUESTION_CHARS = 4000
@@ -35,40 +33,6 @@ _COMMAND = re.compile(r"^/codejury(?![\w-])(?:[ \t]+(?P<word>[^\s]+))?(?P<rest>.
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?^[ \t]{0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _GITLAB_BOT = re.compile(r"^(project|group)_\d+_bot(_[0-9a-f]+)?$")
 _BREAK_GLASS = re.compile(r"^\s*break\s+glass\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class ChatCommand:
-    """One command from a comment: what a chat job carries besides the merge request (plain JSON)."""
-
-    name: CommandName
-    text: str
-    """The question (``ask``), or the word that was not understood (``help``)."""
-    author: str
-    """The commenter's login (GitHub) or username (GitLab)."""
-    comment_id: int
-    author_id: int | None = None
-    """The commenter's GitLab user id (access levels are asked by id)."""
-    thread: str = ""
-    """Where to answer: the GitLab discussion id, the GitHub review comment replied to ("": a new comment)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ChatCommand:
-        name = data.get("name")
-        if name not in ("review", "ask", "help", "break_glass", "reply"):
-            raise ValueError(f"a queued chat job names no known command: {name!r}")
-        author_id = data.get("author_id")
-        return cls(
-            name=name,
-            text=str(data.get("text") or ""),
-            author=str(data.get("author") or ""),
-            comment_id=int(data.get("comment_id") or 0),
-            author_id=int(author_id) if author_id is not None else None,
-            thread=str(data.get("thread") or ""),
-        )
 
 
 def parse_command(body: str) -> tuple[CommandName, str] | None:
@@ -94,8 +58,6 @@ def _object(value: object) -> dict[str, Any]:
 
 def github_chat_request(event: str, payload: Mapping[str, Any], delivery: str) -> ReviewRequest | Skipped:
     """The chat job a GitHub comment delivery asks for, or why it asks for none."""
-    from codejury.service.webhooks import ReviewRequest, Skipped
-
     action = str(payload.get("action") or "")
     if action != "created":
         return Skipped(f"{event} action {action or '(none)'} is no command")
@@ -140,8 +102,6 @@ def github_chat_request(event: str, payload: Mapping[str, Any], delivery: str) -
 
 def gitlab_chat_request(payload: Mapping[str, Any], delivery: str) -> ReviewRequest | Skipped:
     """The chat job a GitLab note delivery asks for, or why it asks for none."""
-    from codejury.service.webhooks import ReviewRequest, Skipped
-
     attrs = _object(payload.get("object_attributes"))
     if payload.get("object_kind") != "note" or attrs.get("noteable_type") != "MergeRequest":
         return Skipped("a comment on something other than a merge request")

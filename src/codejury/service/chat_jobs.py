@@ -27,6 +27,7 @@ from codejury.service.chat import ChatCommand, review_key
 from codejury.service.webhooks import ReviewRequest
 
 if TYPE_CHECKING:
+    from codejury.plugins import Plugins
     from codejury.telemetry.metrics import ReviewMetrics
 
 Submit = Callable[[ReviewRequest], Awaitable[str]]
@@ -49,19 +50,17 @@ async def run_chat(
     request: ReviewRequest,
     env: dict[str, str],
     setup: Any,
+    plugins: Plugins,
     submit: Submit | None,
     say: Callable[[str], None],
     metrics: ReviewMetrics | None = None,
 ) -> str:
     """Carry out ``request.chat`` (checked, queued or answered); returns a one-line outcome for the log."""
-    from codejury.forges.registry import forge_opener
-    from codejury.plugins import collect_registry, make_plugin_manager
+    from codejury.session import open_forge
 
     command = request.chat
     assert command is not None
-    pm = make_plugin_manager(setup.plugins)
-    opener = forge_opener(collect_registry(pm, "codejury_register_forges"), request.url, env, say)
-    async with opener() as forge:
+    async with open_forge(plugins, request.url, env, say)() as forge:
         conversation = _conversation(forge, command)
         if await conversation.by_bot():
             return "ignored: codejury's own comment"
@@ -84,7 +83,7 @@ async def run_chat(
             read_head=conversation.read_head,
             env=env,
             setup=setup,
-            pm=pm,
+            plugins=plugins,
             metrics=metrics,
             say=say,
         )

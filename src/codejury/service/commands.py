@@ -22,12 +22,12 @@ from typing import Any
 import click
 
 from codejury.errors import ConfigError
+from codejury.service.dashboard_env import DASHBOARD_PUBLIC_ENV as DASHBOARD_PUBLIC_ENV
+from codejury.service.dashboard_env import DASHBOARD_TOKEN_ENV as DASHBOARD_TOKEN_ENV
+from codejury.service.dashboard_env import DASHBOARD_USER_HEADER_ENV as DASHBOARD_USER_HEADER_ENV
 
 DATABASE_ENV = "CODEJURY_DATABASE_URL"
 INGEST_TOKEN_ENV = "CODEJURY_INGEST_TOKEN"
-DASHBOARD_TOKEN_ENV = "CODEJURY_DASHBOARD_TOKEN"
-DASHBOARD_USER_HEADER_ENV = "CODEJURY_DASHBOARD_USER_HEADER"
-DASHBOARD_PUBLIC_ENV = "CODEJURY_DASHBOARD_PUBLIC"
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _BROWSER_HEADERS = frozenset(
     ("accept", "accept-encoding", "accept-language", "authorization", "cache-control", "connection", "cookie",

@@ -1,12 +1,13 @@
 """One queued review: the merge request of a ``ReviewRequest`` reviewed and published.
 
-``JobRunner.run`` takes the code path of ``codejury review --url URL --publish`` (the CLI's own
-function, with the service's model flags, plugins and config file), so a review from a webhook
-is the review a CI job would post. What differs is the environment it runs in: a GitHub App
-installation's token in ``CODEJURY_GITHUB_TOKEN`` when the delivery came from an App, the
-service's store as ``CODEJURY_RECORD_URL`` unless one is set, and a recorder that counts the
-review in the service's ``/metrics``. Jobs run on the runner's ``ReviewLoop`` (a loop in a thread
-of its own), never on the loop that answers webhooks.
+``JobRunner.run`` reviews through the composition root (``codejury.session``) exactly as
+``codejury review --url URL --publish`` does, with the service's model flags, plugins (loaded
+once per runner) and config file, so a review from a webhook is the review a CI job would post.
+What differs is the environment it runs in: a GitHub App installation's token in
+``CODEJURY_GITHUB_TOKEN`` when the delivery came from an App, the service's store as
+``CODEJURY_RECORD_URL`` unless one is set, and a recorder that counts the review in the
+service's ``/metrics``. Jobs run on the runner's ``ReviewLoop`` (a loop in a thread of its own),
+never on the loop that answers webhooks.
 
 Before anything is fetched (an App token included), the job's merge request URL is checked
 against the configured forges again (``refused_url``): a job queued by an older version, or
@@ -34,6 +35,7 @@ from codejury.service.review_loop import ReviewLoop
 from codejury.service.webhooks import ReviewRequest, refused_url
 
 if TYPE_CHECKING:
+    from codejury.plugins import Plugins
     from codejury.service.github_app import GitHubAppTokens
     from codejury.telemetry.metrics import ReviewMetrics
 
@@ -79,6 +81,16 @@ class JobRunner:
         """How a chat job queues a review (``/codejury review``): the service's or worker's queue."""
         self.reviews = ReviewLoop()
         """Where the jobs run: a loop of their own, so the caller's loop stays free to answer webhooks."""
+        self._plugins: Plugins | None = None
+
+    def plugins(self) -> Plugins:
+        """The service's plugins, loaded by the first job that needs them and kept (a job whose plugin
+        module cannot be imported ends with that error, and the next job tries again)."""
+        if self._plugins is None:
+            from codejury.plugins import load_plugins
+
+            self._plugins = load_plugins(self.setup.plugins)
+        return self._plugins
 
     async def job_env(self, request: ReviewRequest) -> dict[str, str]:
         env = dict(self.env)
@@ -114,17 +126,16 @@ class JobRunner:
         await self.reviews.close(close_cached_models)
 
     async def _run(self, request: ReviewRequest, env: dict[str, str], submit: Submit | None) -> str:
-        from codejury.cli import ReviewFlags, _review_change
-
         if request.chat is not None:
             from codejury.service.chat_jobs import run_chat
 
             try:
-                return await run_chat(request, env, self.setup, submit, self.say, self.metrics)
+                return await run_chat(request, env, self.setup, self.plugins(), submit, self.say, self.metrics)
             except (ForgeUnavailable, InternalError):
                 raise
             except CodejuryError as exc:
                 return f"chat command not carried out: {exc}"
+        from codejury import session
 
         recorders: tuple[object, ...] = ()
         if self.metrics is not None:
@@ -132,16 +143,14 @@ class JobRunner:
 
             recorders = (MetricsRecorder(self.metrics, warn=self.say),)
         with tempfile.TemporaryDirectory(prefix="codejury-job-") as folder:
-            flags = ReviewFlags(
-                working_tree=False, base_ref=None, head_ref=None, diff_file=None, repo_dir=None, fmt="json",
-                output=Path(folder) / "review.json", events_file=None, fail_on=None, break_glass=False,
-                dry_run=False, model=self.setup.model, model_for=self.setup.model_for, reflection=None,
-                exclude=(), evidence=(), baseline=None, config_file=self.setup.config_file,
+            flags = session.ReviewFlags(
+                fmt="json", output=Path(folder) / "review.json", model=self.setup.model,
+                model_for=self.setup.model_for, config_file=self.setup.config_file,
                 remote_config=self.setup.remote_config, plugins=self.setup.plugins, url=request.url,
-                publish=True, max_inline=self.setup.max_inline, recorders=recorders,
+                publish=True, max_inline=self.setup.max_inline,
             )  # fmt: skip
             try:
-                code = await _review_change(env, flags)
+                outcome = await session.review(env, flags, self.plugins(), recorders=recorders)
             except ForgeUnavailable:
                 raise
             except ReviewFailed as exc:
@@ -150,4 +159,4 @@ class JobRunner:
                 raise
             except CodejuryError as exc:
                 return f"not reviewed: {exc}"
-        return "reviewed and published" + (" (it blocks the merge)" if code == 1 else "")
+        return "reviewed and published" + (" (it blocks the merge)" if outcome.blocks else "")

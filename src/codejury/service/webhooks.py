@@ -29,9 +29,8 @@ import hmac
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from itertools import accumulate
-from typing import Any, Literal
+from typing import Any
 
 from codejury.errors import InputError
 from codejury.forges.github.target import pull_request_on
@@ -40,13 +39,14 @@ from codejury.forges.hosts import ForgeHosts
 from codejury.service.chat import (
     GITHUB_CHAT_EVENTS,
     GITLAB_CHAT_EVENT,
-    ChatCommand,
     github_chat_request,
     gitlab_chat_request,
     review_key,
 )
+from codejury.service.requests import ForgeName as ForgeName
+from codejury.service.requests import ReviewRequest as ReviewRequest
+from codejury.service.requests import Skipped as Skipped
 
-ForgeName = Literal["github", "gitlab"]
 GITHUB_SECRET_ENV = "CODEJURY_GITHUB_WEBHOOK_SECRET"
 GITLAB_TOKEN_ENV = "CODEJURY_GITLAB_WEBHOOK_TOKEN"
 GITHUB_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review")
@@ -57,49 +57,6 @@ MAX_JSON_DEPTH = 64
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _NOT_BRACKET_OR_QUOTE = bytes(b for b in range(256) if b not in b'"[]{}')
 _BRACKET_STEP = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
-
-
-@dataclass(frozen=True)
-class ReviewRequest:
-    """One merge request to review: what a queued job carries (plain JSON)."""
-
-    forge: ForgeName
-    url: str
-    """The merge request's web URL, as ``codejury review --url`` takes it."""
-    key: str
-    """The merge request's identity across pushes: ``github:octo/app#7``, ``gitlab:acme/widgets!7``."""
-    head_sha: str = ""
-    installation_id: int | None = None
-    """The GitHub App installation that sent it (its token reviews the pull request)."""
-    delivery: str = ""
-    chat: ChatCommand | None = None
-    """A command from a comment (``service.chat``); None for a review asked by a push."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReviewRequest:
-        forge = data.get("forge")
-        if forge not in ("github", "gitlab"):
-            raise ValueError(f"a queued review names no known forge: {forge!r}")
-        installation = data.get("installation_id")
-        return cls(
-            forge=forge,
-            url=str(data["url"]),
-            key=str(data["key"]),
-            head_sha=str(data.get("head_sha") or ""),
-            installation_id=int(installation) if installation is not None else None,
-            delivery=str(data.get("delivery") or ""),
-            chat=ChatCommand.from_json(data["chat"]) if data.get("chat") else None,
-        )
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """An authenticated delivery that asks for no review, and why (said in the 202 answer)."""
-
-    reason: str
 
 
 def github_signature_valid(secret: str, body: bytes, header: str | None) -> bool:

@@ -11,23 +11,25 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import Status
+from opentelemetry.trace import Status, Tracer
 from opentelemetry.util.re import parse_env_headers
 from pydantic_ai import Agent
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from codejury import __version__
-from codejury.telemetry.tracing import set_tracer, shown_endpoint
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import Attributes, AttributeValue
 
 FLUSH_TIMEOUT_S = 2.0
+InstallTracer = Callable[[Tracer | None], None]
+"""Sets the tracer the pipeline's stages use (``telemetry.tracing.set_tracer``)."""
 _EXPORT_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk.trace.export", "opentelemetry.sdk._shared_internal")
 
 
@@ -104,15 +106,18 @@ class RedactingSpanExporter(SpanExporter):
 class Tracing:
     """Tracing while it is on: the SDK provider, its exporter, and how to flush and turn it off."""
 
-    def __init__(self, provider: TracerProvider, exporter: RedactingSpanExporter, endpoint: str) -> None:
+    def __init__(
+        self, provider: TracerProvider, exporter: RedactingSpanExporter, endpoint: str, install: InstallTracer
+    ) -> None:
         self.provider = provider
+        self.install = install
         self.exporter = exporter
         self.endpoint = endpoint
         self._previous = Agent._instrument_default
 
     def close(self, warn: Callable[[str], None] = lambda line: None) -> None:
         """Flush the spans (at most ``FLUSH_TIMEOUT_S``), turn tracing off, and warn once if an export failed."""
-        set_tracer(None)
+        self.install(None)
         Agent.instrument_all(self._previous)
         worker = threading.Thread(target=self.provider.shutdown, daemon=True, name="codejury-trace-flush")
         worker.start()
@@ -124,9 +129,15 @@ class Tracing:
 
 
 def open_tracing(
-    env: Mapping[str, str], endpoint: str, *, include_content: bool, redact: Callable[[str], str]
+    env: Mapping[str, str],
+    endpoint: str,
+    *,
+    include_content: bool,
+    redact: Callable[[str], str],
+    install: InstallTracer,
 ) -> Tracing:
-    """Export spans to ``endpoint``; stages and every pydantic-ai agent trace through one provider."""
+    """Export spans to ``endpoint``; stages (through ``install``, which sets the stages' tracer) and every
+    pydantic-ai agent trace through one provider."""
     headers = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
     inner = OTLPSpanExporter(endpoint=endpoint, headers=parse_env_headers(headers, liberal=True), timeout=_timeout(env))
     exporter = RedactingSpanExporter(inner, redact)
@@ -134,7 +145,7 @@ def open_tracing(
     provider = TracerProvider(resource=Resource.create({"service.name": service, "service.version": __version__}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     _route_export_logs(exporter.problems, on=True)
-    tracing = Tracing(provider, exporter, endpoint)
+    tracing = Tracing(provider, exporter, endpoint, install)
     Agent.instrument_all(
         InstrumentationSettings(
             tracer_provider=provider,
@@ -143,8 +154,18 @@ def open_tracing(
             include_model_request_parameters=False,  # tool schemas: large, and gen_ai.tool.definitions has them
         )
     )
-    set_tracer(provider.get_tracer("codejury", __version__))
+    install(provider.get_tracer("codejury", __version__))
     return tracing
+
+
+def shown_endpoint(url: str) -> str:
+    """The endpoint as a warning shows it: scheme, host, port and path (no credentials, no query)."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(an invalid URL)"
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
 def _timeout(env: Mapping[str, str]) -> float:

@@ -20,7 +20,6 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
-from urllib.parse import urlsplit
 
 from opentelemetry import trace
 
@@ -69,16 +68,6 @@ def traces_endpoint(env: Mapping[str, str]) -> str | None:
     return f"{base.rstrip('/')}/v1/traces" if base else None
 
 
-def shown_endpoint(url: str) -> str:
-    """The endpoint as a warning shows it: scheme, host, port and path (no credentials, no query)."""
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "(an invalid URL)"
-    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
-
-
 def start_tracing(
     env: Mapping[str, str], *, include_content: bool = False, redact: Callable[[str], str] = lambda text: text
 ) -> Tracing | None:
@@ -92,7 +81,7 @@ def start_tracing(
         return None
     from codejury.telemetry.otlp import open_tracing
 
-    return open_tracing(env, endpoint, include_content=include_content, redact=redact)
+    return open_tracing(env, endpoint, include_content=include_content, redact=redact, install=set_tracer)
 
 
 async def traced(name: str, stage: Awaitable[T]) -> T:

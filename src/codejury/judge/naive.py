@@ -1,4 +1,4 @@
-"""The naive baseline: the same model, one plain prompt, no panel, no tools, no judge.
+"""The naive baseline stage: the same model, one plain prompt, no panel, no tools, no judge.
 
 The whole diff (cut to fit the model's context) and "find the problems", answered as JSON
 findings. Scored like codejury's review, it makes the claim "the panel beats a single prompt
@@ -18,7 +18,6 @@ from pydantic_ai.usage import RunUsage
 from codejury.agents.prompts import fence
 from codejury.change.types import ChangeSet
 from codejury.errors import ReviewFailed
-from codejury.eval.results import FoundFinding
 from codejury.findings import Finding, FindingDraft, Review, ReviewerReport, Usage
 from codejury.judge.verdict import decide_verdict
 from codejury.models.pricing import PriceTable, estimate_tokens, usage_from_run
@@ -68,7 +67,7 @@ def naive_prompt(change: ChangeSet, context_window: int, max_output_tokens: int)
 
 async def naive_review(
     change: ChangeSet, model: ResolvedModel, prices: PriceTable, *, timeout_s: float
-) -> tuple[list[FoundFinding], Usage]:
+) -> tuple[list[FindingDraft], Usage]:
     """One request, JSON findings; a model that fails raises (the eval records the case as failed)."""
     profile = model.profile
     prompt = naive_prompt(change, profile.context_window, profile.max_output_tokens)
@@ -81,19 +80,7 @@ async def naive_review(
         )
     usage = usage_from_run(run_usage)
     usage = usage.model_copy(update={"cost_usd": round(prices.cost(model.spec, usage), 6)})
-    found = [
-        FoundFinding(
-            path=d.path,
-            start_line=d.start_line,
-            end_line=max(d.start_line, d.end_line or d.start_line),
-            severity=d.severity,
-            title=d.title,
-            body=d.body,
-            reviewer="naive",
-        )
-        for d in result.output.findings
-    ]
-    return found, usage
+    return list(result.output.findings), usage
 
 
 async def naive_stage(run: ReviewRun, models: ReviewModels) -> Review:
@@ -122,10 +109,10 @@ async def naive_stage(run: ReviewRun, models: ReviewModels) -> Review:
             id=f"naive-{i}",
             reviewer="naive",
             category="naive",
-            severity=f.severity if f.severity in ("critical", "warning", "suggestion") else "warning",  # type: ignore[arg-type]
+            severity=f.severity,
             path=f.path,
             start_line=f.start_line,
-            end_line=f.end_line,
+            end_line=max(f.start_line, f.end_line or f.start_line),
             title=f.title,
             body=f.body,
             confidence=1.0,

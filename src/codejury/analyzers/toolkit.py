@@ -1,0 +1,53 @@
+"""What the analyzers around one installed linter share: its files in the change, its program, its JSON.
+
+Each of them (``shellcheck``, ``zizmor``, ``typos``, ``oxlint``, ``cppcheck``) runs its program once
+per review over the change's files of its languages, through ``base.run_tool`` (a time limit, output
+capped while read), and keeps only the hits on added lines. ``tool_files`` and ``tool_program``
+raise ``AnalyzerSkipped`` with one line when the change has files for the tool but it cannot run:
+no head-side tree to read, or the program is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codejury.analyzers.base import AnalyzerFailed, AnalyzerSkipped, find_program, head_files
+from codejury.change.types import ChangeSet
+
+
+def tool_files(change: ChangeSet, name: str, wanted: Callable[[str], bool]) -> list[str]:
+    """The changed files (with added lines, on disk) that ``wanted`` picks; a skip when there is no tree."""
+    if not any(wanted(f.path) for f in change.files if f.status != "deleted" and f.additions):
+        return []
+    if change.root is None:
+        raise AnalyzerSkipped(f"{name} skipped: the change has no head-side tree to read ({change.no_tree})")
+    return [path for path in head_files(change) if wanted(path)]
+
+
+def tool_program(name: str, package: str, binary: Path | None = None) -> Path:
+    """``binary`` (tests), else the program ``name`` beside the interpreter or on PATH; a skip when missing."""
+    found = binary or find_program(name)
+    if found is None or not found.is_file():
+        raise AnalyzerSkipped(f"{name} skipped: {name} is not installed (pip install {package})")
+    return found
+
+
+def tool_json(name: str, stdout: bytes, default: Any) -> Any:
+    """The JSON a tool printed (``default`` when it printed nothing); a failure when it is not JSON."""
+    try:
+        return json.loads(stdout) if stdout.strip() else default
+    except ValueError as exc:
+        raise AnalyzerFailed(f"{name} printed output that is not JSON: {exc}") from exc
+
+
+def relative(root: Path, path: str) -> str | None:
+    """``path`` (as a tool printed it, relative to ``root`` or absolute) relative to ``root``; None outside it."""
+    base = root.resolve()
+    target = Path(path) if Path(path).is_absolute() else base / path
+    try:
+        return target.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return None

@@ -1,0 +1,349 @@
+"""The composition root: the one place a review is set up, run and torn down.
+
+``codejury review`` (a local change, or ``--url`` / ``--publish`` on a forge), the review
+service's workers and chat jobs, ``/codejury ask`` and ``codejury eval`` (whose cases run
+``codejury review``) all come here. The caller loads its ``Plugins`` once and says what to review
+(``ReviewFlags``); this module loads the settings once, opens the event log, tracing, the
+recorders, the publishers and the forge, runs ``pipeline.review()``, and closes them all however
+the review ends. Nothing else assembles a review (docs/architecture.md draws the layers).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from codejury import pipeline
+from codejury.change.types import ChangeSet
+from codejury.cli_io import piped_stdin_has_data, shown_path
+from codejury.config import Settings
+from codejury.errors import ConfigError, InputError, OutputError
+from codejury.findings import Plan, Review
+from codejury.judge.verdict import should_fail
+from codejury.plugins import Plugins, load_plugins
+from codejury.publish import OutputPublisher, default_format
+from codejury.record.events import EventLog
+from codejury.runstate import ReviewOptions
+
+if TYPE_CHECKING:
+    from codejury.forges.publish import Forge
+
+Say = Callable[[str], None]
+
+__all__ = [
+    "Outcome",
+    "Plugins",
+    "ReviewFlags",
+    "check_format",
+    "load_plugins",
+    "open_event_log",
+    "open_forge",
+    "review",
+    "review_settings",
+]
+
+
+@dataclass(frozen=True)
+class ReviewFlags:
+    """What one review is asked to do: the flags of ``codejury review``, however the caller got them."""
+
+    working_tree: bool = False
+    base_ref: str | None = None
+    head_ref: str | None = None
+    diff_file: str | None = None
+    repo_dir: Path | None = None
+    fmt: str | None = None
+    output: Path | None = None
+    events_file: Path | None = None
+    fail_on: str | None = None
+    break_glass: bool = False
+    dry_run: bool = False
+    model: str | None = None
+    model_for: tuple[str, ...] = ()
+    reflection: bool | None = None
+    exclude: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    baseline: str | None = None
+    config_file: Path | None = None
+    remote_config: str | None = None
+    plugins: tuple[str, ...] = ()
+    source: str | None = None
+    url: str | None = None
+    publish: bool = False
+    max_inline: int = 20
+    max_cost: float | None = None
+    metrics_push: str | None = None
+    metrics_textfile: Path | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished review (or a ``--dry-run`` plan) and the ``fail_on`` level its settings chose."""
+
+    result: Review | Plan
+    fail_on: str
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the review reaches ``fail_on`` (``codejury review`` exits 1; a forge sees a block)."""
+        return isinstance(self.result, Review) and should_fail(self.result, self.fail_on)  # type: ignore[arg-type]
+
+
+def warn_on_stderr(msg: str) -> None:
+    """A warning line on stderr, known secrets of the environment scrubbed (it may quote a provider's reply)."""
+    from codejury.secrets import redact_env
+
+    click.echo(f"codejury: {redact_env(msg)}", err=True)
+
+
+def progress_on_stderr(msg: str) -> None:
+    """A stage of the review starting or ending: stderr, so stdout stays the review alone."""
+    click.echo(f"codejury: {msg}", err=True)
+
+
+async def review(
+    env: dict[str, str],
+    flags: ReviewFlags,
+    plugins: Plugins,
+    *,
+    warn: Say = warn_on_stderr,
+    progress: Say | None = progress_on_stderr,
+    recorders: Sequence[Any] = (),
+) -> Outcome:
+    """Review what ``flags`` name with ``plugins``: a local change, or the forge's change with ``--url`` /
+    ``--publish``. ``recorders`` are the caller's (it closes them); every other resource is opened and
+    closed here."""
+    if flags.url is not None or flags.publish:
+        return await _review_on_forge(
+            env, flags, plugins, open_forge(plugins, flags.url, env, warn), warn, progress, recorders
+        )
+    from codejury.change.select import open_source
+
+    check_format(flags, plugins.renderers)
+    with ExitStack() as stack:
+        source: Any = open_source(plugins.sources, flags)
+        if hasattr(source, "__enter__"):
+            source = stack.enter_context(source)
+        change = _with_stdin_hint(flags, source.load)
+        settings, opts = _options(change, env, flags, plugins, stack, warn, progress)
+        output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
+        ours = _closed_with(stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn)
+        opts.publishers, opts.recorders = [output], [*ours, *recorders]
+        result = await pipeline.review(change, opts)
+    if output.unwritten is not None:
+        raise output.unwritten
+    _check_event_log(opts, flags)
+    return Outcome(result, settings.fail_on)
+
+
+def open_forge(
+    plugins: Plugins, url: str | None, env: Mapping[str, str], warn: Say
+) -> Callable[[], AbstractAsyncContextManager[Forge]]:
+    """How to open the adapter for the change at ``url`` (None: this CI run's), from the registered forges:
+    the target is found now, the adapter (and its HTTP client) made when the caller enters it."""
+    from codejury.forges.registry import forge_opener
+
+    opener: Callable[[], AbstractAsyncContextManager[Forge]] = forge_opener(plugins.forges, url, env, warn)
+    return opener
+
+
+async def _review_on_forge(
+    env: dict[str, str],
+    flags: ReviewFlags,
+    plugins: Plugins,
+    opener: Callable[[], AbstractAsyncContextManager[Forge]],
+    warn: Say,
+    progress: Say | None,
+    recorders: Sequence[Any],
+) -> Outcome:
+    """Review the forge's change, render it and, with ``--publish``, post it (or the failure note)."""
+    from codejury.forges.errors import ForgeError
+    from codejury.forges.publish import PreviousState, disputes
+    from codejury.forges.publisher import ForgePublisher
+
+    check_format(flags, plugins.renderers)
+    async with opener() as forge:
+        try:
+            with ExitStack() as stack:
+                change = await forge.load_change()
+                if not change.files:
+                    raise InputError(f"the {forge.noun} has no changes: there is nothing to review")
+                settings, opts = _options(change, env, flags, plugins, stack, warn, progress)
+                previous = await forge.load_previous() if flags.publish else PreviousState()
+                output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
+                publishers: list[Any] = [output]
+                if flags.publish:
+                    publishers.append(
+                        ForgePublisher(
+                            forge,
+                            previous,
+                            change.files,
+                            fail_on=settings.fail_on,
+                            approve=settings.approve,
+                            max_inline=flags.max_inline,
+                            events=opts.events,
+                            say=warn,
+                        )
+                    )
+                opts.disputes, opts.publishers = disputes(previous), publishers
+                ours = _closed_with(
+                    stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn
+                )
+                opts.recorders = [*ours, *recorders]
+                result = await pipeline.review(change, opts)
+        except ForgeError as exc:
+            done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
+            message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
+            raise type(exc)(message, status=exc.status) from exc
+    if output.unwritten is not None:  # published all the same: the review was printed on stdout
+        raise output.unwritten
+    _check_event_log(opts, flags)
+    return Outcome(result, settings.fail_on)
+
+
+def review_settings(change: ChangeSet, env: Mapping[str, str], flags: ReviewFlags) -> tuple[Settings, str | None]:
+    """The layered settings of ``change`` (defaults, repository, ``--config``, environment, flags) and the
+    notice to show, if any."""
+    from codejury.settings_loader import load_settings, parse_assignments
+
+    table: dict[str, Any] = {}
+    if flags.fail_on:
+        table["fail_on"] = flags.fail_on
+    if flags.reflection is not None:
+        table["reflection"] = flags.reflection
+    if flags.exclude:
+        table["exclude"] = list(flags.exclude)
+    if flags.evidence:
+        table["evidence"] = [str(Path(p).resolve()) for p in flags.evidence]
+    if flags.remote_config:
+        table["remote_config"] = flags.remote_config
+    if flags.max_cost is not None:
+        table["max_cost_usd"] = flags.max_cost
+    config_text = (str(flags.config_file), _read_config(flags.config_file)) if flags.config_file else None
+    return load_settings(
+        change,
+        env,
+        cli_table=table,
+        cli_model=flags.model,
+        cli_reviewer_models=parse_assignments(flags.model_for, "--model-for"),
+        config_file_text=config_text,
+    )
+
+
+def open_event_log(path: Path | None, env: Mapping[str, str], run_id: str | None = None) -> EventLog:
+    """The review's JSONL event log (to ``path``, or kept in memory), scrubbing the environment's secrets."""
+    from codejury.secrets import secret_values
+
+    try:
+        return EventLog(path, run_id=run_id or uuid.uuid4().hex[:12], secrets=secret_values(env))
+    except OSError as exc:
+        raise OutputError(f"cannot write --events {shown_path(path or '')}: {exc.strerror or exc}") from exc
+
+
+def _options(
+    change: ChangeSet,
+    env: dict[str, str],
+    flags: ReviewFlags,
+    plugins: Plugins,
+    stack: ExitStack,
+    warn: Say,
+    progress: Say | None,
+) -> tuple[Settings, ReviewOptions]:
+    """Settings for ``change`` and the options of its review (the event log and tracing join ``stack``)."""
+    settings, notice = review_settings(change, env, flags)
+    if notice:
+        warn(notice)
+    events = stack.enter_context(open_event_log(flags.events_file, env))
+    from codejury.telemetry.tracing import start_tracing
+
+    tracing = start_tracing(env, include_content=settings.record_prompts, redact=events.redact)  # OTEL_* set
+    if tracing is not None:
+        stack.callback(tracing.close, warn)  # flushed within 2 s when the review is done
+    opts = ReviewOptions(
+        settings=settings,
+        env=env,
+        events=events,
+        warn=warn,
+        plugin_manager=plugins.manager,
+        break_glass=flags.break_glass,
+        dry_run=flags.dry_run,
+        notices=(notice,) if notice else (),
+        progress=progress,
+        baseline="naive" if flags.baseline == "naive" else None,
+    )
+    return settings, opts
+
+
+def _recorders(plugins: Plugins, settings: Settings, env: Mapping[str, str]) -> list[Any]:
+    """The registered recorders the settings turn on (a ``[plugins.NAME]`` table for recorder NAME), then
+    the store recorder, on unless ``record.url`` is ``none``."""
+    from codejury.record.store_recorder import store_recorder
+
+    found = [factory(settings.plugins[name]) for name, factory in plugins.recorders.items() if name in settings.plugins]
+    store = store_recorder(settings.record_url, env)
+    return found if store is None else [*found, store]
+
+
+def _metrics_recorders(flags: ReviewFlags, warn: Say) -> list[Any]:
+    """The metrics exporter that ``--metrics-push`` / ``--metrics-textfile`` ask for (a recorder), if any."""
+    from codejury.telemetry.options import metrics_recorders
+
+    return list(metrics_recorders(flags.metrics_push, flags.metrics_textfile, warn))
+
+
+def _closed_with(stack: ExitStack, recorders: list[Any], warn: Say) -> list[Any]:
+    """``recorders``, closed when ``stack`` unwinds however the review ends: each writes what it still holds
+    (bounded; nothing is waited for on a store that already did not answer) before the process exits."""
+    from codejury.record.recorders import close_recorders
+
+    stack.callback(close_recorders, recorders, warn)
+    return recorders
+
+
+def _check_event_log(opts: ReviewOptions, flags: ReviewFlags) -> None:
+    """After the review was printed or written: an event log that could not be written is an ``OutputError``."""
+    failed = opts.events.write_error
+    if failed is not None:
+        raise OutputError(f"cannot write --events {shown_path(flags.events_file or Path())}: {failed}")
+
+
+def _with_stdin_hint(flags: ReviewFlags, load: Callable[[], ChangeSet]) -> ChangeSet:
+    """``load()``'s change; when git finds nothing to review but a diff waits on stdin, say how to read it."""
+    hint = "; to review a diff from stdin, use --diff -"
+    try:
+        change = load()
+    except InputError as exc:
+        if flags.diff_file is None and piped_stdin_has_data():
+            raise InputError(f"{exc}{hint}") from exc
+        raise
+    if not change.files:
+        empty = "the change is empty: there is nothing to review"
+        raise InputError(empty + hint if flags.diff_file is None and piped_stdin_has_data() else empty)
+    return change
+
+
+def _read_config(path: Path) -> str:
+    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path  # capped while read: /dev/zero, a FIFO
+
+    data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def check_format(flags: ReviewFlags, renderers: Mapping[str, Any]) -> None:
+    """``--format`` names a registered renderer (for a plan too, with ``--dry-run``), else InputError."""
+    fmt = default_format(flags.fmt, flags.output)
+    if fmt not in renderers:
+        formats = ", ".join(sorted(n for n in renderers if not n.endswith("-plan")))
+        raise InputError(f"--format {fmt}: no such format; formats: {formats} (a plugin's format needs --plugin)")
+    if flags.dry_run and f"{fmt}-plan" not in renderers:
+        plans = ", ".join(sorted(n.removesuffix("-plan") for n in renderers if n.endswith("-plan")))
+        raise InputError(f"--format {fmt} renders a review, not a plan: use {plans} with --dry-run")
