@@ -14,8 +14,9 @@ import shutil
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
@@ -23,6 +24,7 @@ from click.testing import CliRunner
 
 from codejury.cli import cli
 from codejury.config import FAIL_ON_CHOICES
+from codejury.findings import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "templates" / "review.yml"
@@ -30,8 +32,14 @@ ACTION = ROOT / "action.yml"
 GITLAB_EXAMPLE = ROOT / "docs" / "ci" / "gitlab-ci.yml"
 GITHUB_EXAMPLE = ROOT / "docs" / "ci" / "github-workflow.yml"
 DOCKERFILE = ROOT / "Dockerfile"
+PROJECT_CI = ROOT / ".gitlab-ci.yml"
+README = ROOT / "README.md"
 DOCKERIGNORE = ROOT / ".dockerignore"
 
+# A third-party action pinned by commit, the version it names in a comment: `owner/repo[/path]@<sha> # v1.2.3`.
+PINNED_USES = re.compile(r"uses:\s*[\w.-]+/[\w.-]+(?:/[\w./-]+)?@[0-9a-f]{40} # v\d+\.\d+\.\d+\s*$")
+# Exit statuses of `codejury review` (README, "Using it") plus 130 when interrupted.
+EXIT_CODES = ("0", "1", "2", "3", "4", "5", "130")
 INPUT_REF = re.compile(r"\$\[\[\s*inputs\.([A-Za-z0-9_-]+)\s*\]\]")
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
@@ -82,6 +90,11 @@ def action_step(action: dict[str, Any], step_id: str) -> dict[str, Any]:
             found: dict[str, Any] = step
             return found
     raise AssertionError(f"action.yml has no step with id {step_id!r}")
+
+
+def project_version() -> str:
+    version: str = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    return version
 
 
 def load_workflow() -> dict[str, Any]:
@@ -319,7 +332,7 @@ def test_component_inputs_have_the_documented_defaults() -> None:
     inputs = header["spec"]["inputs"]
     assert set(inputs) == {"stage", "image", "config", "fail_on", "extra_args", "max_inline"}
     assert inputs["stage"]["default"] == "test"
-    assert inputs["image"]["default"] == "registry.gitlab.com/codejury/codejury:latest"
+    assert inputs["image"]["default"] == f"registry.gitlab.com/codejury/codejury:{project_version()}"
     assert "$CI_" not in inputs["image"]["default"], "a consumer's own registry variables are not our image"
     assert inputs["config"]["default"] == ""
     assert inputs["extra_args"]["default"] == ""
@@ -328,6 +341,31 @@ def test_component_inputs_have_the_documented_defaults() -> None:
     assert inputs["max_inline"] == {**inputs["max_inline"], "type": "number", "default": 20}
     for name, spec in inputs.items():
         assert spec.get("description"), f"input {name} has no description"
+
+
+def test_component_default_image_is_the_versioned_one_this_repository_builds(tmp_path: Path) -> None:
+    header, _, _ = component_documents()
+    default = header["spec"]["inputs"]["image"]["default"]
+    assert not default.endswith(":latest") and ":" in default.rsplit("/", 1)[-1], "a versioned image"
+    name, tag = default.rsplit(":", 1)
+    assert tag == project_version(), "the component's image is the release's: bump it with the version"
+    # The project's own CI builds and pushes exactly that name on the release tag.
+    ci = yaml.safe_load(PROJECT_CI.read_text(encoding="utf-8"))
+    job = ci["image"]
+    assert [r["if"] for r in job["rules"]] == ["$CI_COMMIT_TAG =~ /^[0-9]+\\.[0-9]+\\.[0-9]+$/"]
+    script = "\n".join(job["script"])
+    assert 'docker push "$CI_REGISTRY_IMAGE:$CI_COMMIT_TAG"' in script
+    assert 'docker push "$CI_REGISTRY_IMAGE:$CI_COMMIT_TAG-local"' in script
+    assert re.search(
+        r"docker build [^\n]*--build-arg EXTRAS=local [^\n]*\$CI_REGISTRY_IMAGE:\$CI_COMMIT_TAG-local", script
+    )
+    assert name == "registry.gitlab.com/codejury/codejury", "$CI_REGISTRY_IMAGE of the codejury project"
+    # Its first command refuses a tag that is not the package's version.
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    check = job["script"][0]
+    assert run_bash(check, tmp_path, {"CI_COMMIT_TAG": project_version()}).returncode == 0
+    refused = run_bash(check, tmp_path, {"CI_COMMIT_TAG": "99.0.0"})
+    assert refused.returncode == 1 and "not the version in pyproject.toml" in refused.stderr
 
 
 def test_component_inputs_are_declared_and_used() -> None:
@@ -504,6 +542,48 @@ def test_action_sarif_upload_only_when_asked_and_not_on_forks() -> None:
     assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
 
 
+def test_action_pins_every_action_by_commit() -> None:
+    action = load_action()
+    uses = [s["uses"] for s in action["runs"]["steps"] if "uses" in s]
+    assert {u.split("@")[0] for u in uses} == {"actions/setup-python", "github/codeql-action/upload-sarif"}
+    lines = [line for line in ACTION.read_text(encoding="utf-8").splitlines() if re.match(r"\s*(-\s*)?uses:", line)]
+    assert len(lines) == len(uses)
+    for line in lines:
+        assert PINNED_USES.search(line), f"not pinned to a commit with its version: {line.strip()}"
+
+
+def test_action_caches_pip_keyed_on_its_own_pyproject(tmp_path: Path) -> None:
+    action = load_action()
+    steps = action["runs"]["steps"]
+    setup = next(s for s in steps if str(s.get("uses", "")).startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip"
+    key_file = setup["with"]["cache-dependency-path"]
+    # setup-python hashes files of the workspace only: the key is written there by the step before it.
+    key_step = steps[steps.index(setup) - 1]
+    action_path, workspace = tmp_path / "action", tmp_path / "workspace"
+    action_path.mkdir()
+    workspace.mkdir()
+    (action_path / "pyproject.toml").write_text('[project]\nname = "codejury"\n', encoding="utf-8")
+    env = {
+        **_step_env(key_step, {"inputs.version": "", "inputs.extras": "local"}),
+        "GITHUB_ACTION_PATH": str(action_path),
+        "GITHUB_WORKSPACE": str(workspace),
+    }
+    assert run_bash(key_step["run"], workspace, env).returncode == 0
+    key = (workspace / key_file).read_text(encoding="utf-8")
+    assert key.startswith('[project]\nname = "codejury"\n') and "extras=local" in key
+    # ... and removed before codejury runs, so the review sees the checkout as it was.
+    assert f'rm -f "$GITHUB_WORKSPACE/{key_file}"' in action_step(action, "install")["run"]
+
+
+def test_action_outputs_name_every_verdict_and_exit_code() -> None:
+    outputs = load_action()["outputs"]
+    for verdict in get_args(Verdict):
+        assert verdict in outputs["verdict"]["description"], verdict
+    described = re.findall(r"\b(\d+) [A-Za-z]", outputs["exit-code"]["description"])
+    assert tuple(described) == EXIT_CODES
+
+
 def _step_env(step: dict[str, Any], values: dict[str, str]) -> dict[str, str]:
     """A step's env with its ${{ }} expressions evaluated from ``values``."""
 
@@ -601,6 +681,20 @@ def test_action_review_step_when_codejury_stops_early(stub_bin: Path, checkout: 
     assert "events" not in outputs and "sarif" not in outputs
 
 
+@pytest.mark.parametrize("verdict", get_args(Verdict))
+def test_action_reports_every_verdict(stub_bin: Path, checkout: Path, tmp_path: Path, verdict: str) -> None:
+    result, outputs, _ = _run_action_review(stub_bin, checkout, tmp_path, {}, {"STUB_VERDICT": verdict})
+    assert result.returncode == 0, result.stderr
+    assert outputs["verdict"] == verdict
+    assert f"verdict {verdict}" in result.stdout
+
+
+def test_action_reports_no_verdict_it_does_not_know(stub_bin: Path, checkout: Path, tmp_path: Path) -> None:
+    result, outputs, _ = _run_action_review(stub_bin, checkout, tmp_path, {}, {"STUB_VERDICT": "x\ninjected=1"})
+    assert result.returncode == 0, result.stderr
+    assert outputs["verdict"] == "" and "injected" not in outputs
+
+
 async def test_the_verdict_the_action_reads_is_in_the_event_log(tmp_path: Path) -> None:
     """The action's ``verdict`` output comes from the ``review_finished`` event: keep that contract."""
     from codejury.testing.scripted import Final, Raw, finding
@@ -618,7 +712,7 @@ async def test_the_verdict_the_action_reads_is_in_the_event_log(tmp_path: Path) 
 def test_action_exit_step_propagates_the_status(tmp_path: Path) -> None:
     action = load_action()
     step = next(s for s in action["runs"]["steps"] if "steps.review.outputs.exit-code" in str(s.get("if", "")))
-    for status in ("1", "3"):
+    for status in ("1", "3", "5", "130"):
         env = _step_env(step, {"steps.review.outputs.exit-code": status})
         assert run_bash(step["run"], tmp_path, env).returncode == int(status)
 
@@ -770,6 +864,54 @@ def test_github_workflow_checkout_and_secrets() -> None:
     assert set(action_step_.get("with") or {}) <= set(action["inputs"])
     for step in job["steps"]:
         assert "run" not in step or not EXPRESSION.search(step["run"])
+
+
+def _third_party_uses(text: str) -> list[str]:
+    """The `uses:` lines of a workflow text, codejury's own action left out."""
+    lines = [line.strip() for line in text.splitlines() if re.match(r"\s*(-\s*)?uses:", line)]
+    return [line for line in lines if "codejury/codejury@" not in line]
+
+
+def test_documented_workflows_pin_third_party_actions_by_commit() -> None:
+    readme = README.read_text(encoding="utf-8")
+    github_section = readme.split("## Set it up in GitHub Actions", 1)[1].split("\n## ", 1)[0]
+    for name, text in (
+        ("docs/ci/github-workflow.yml", GITHUB_EXAMPLE.read_text(encoding="utf-8")),
+        ("README", github_section),
+    ):
+        uses = _third_party_uses(text)
+        assert any("actions/checkout@" in u for u in uses), name
+        for line in uses:
+            assert PINNED_USES.search(line), f"{name}: not pinned to a commit with its version: {line}"
+    # The README's workflow is the example's, checkout pin included.
+    assert set(_third_party_uses(github_section)) == set(_third_party_uses(GITHUB_EXAMPLE.read_text(encoding="utf-8")))
+
+
+def test_install_instructions_work_without_pypi() -> None:
+    """codejury is not on PyPI: every install line names a clone (`-e .`) or the git repository."""
+    texts = {
+        p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in [README, *(ROOT / "docs").rglob("*.md")]
+    }
+    for name, text in texts.items():
+        for line in text.splitlines():
+            for spec in re.findall(r"pip install (?:-[-\w]+ )*('[^']*'|\S+)", line):
+                spec = spec.strip("'")
+                if "codejury" in spec:
+                    assert "@ git+https://" in spec, f"{name}: {line.strip()}"
+    assert "pip install -e '.[local]'" in texts["README.md"]
+
+
+def test_no_claim_that_the_embedded_model_compiles() -> None:
+    action = load_action()
+    readme = README.read_text(encoding="utf-8")
+    texts = {
+        "action.yml extras": action["inputs"]["extras"]["description"],
+        "docs/ci/github-workflow.yml": GITHUB_EXAMPLE.read_text(encoding="utf-8"),
+        "README GitHub section": readme.split("## Set it up in GitHub Actions", 1)[1].split("\n## ", 1)[0],
+    }
+    for name, text in texts.items():
+        assert "compil" not in " ".join(text.split()).replace("no compiler", ""), name
+        assert "llama-cpp-python" not in text, name
 
 
 # --- the Dockerfile ---------------------------------------------------------------------------------
