@@ -59,7 +59,7 @@ lint: $(STAMP)
 # scripted model only: what the test suite runs, tests/test_benchmarks.py).
 BENCH_FLAGS ?=
 # In the order make bench runs them: the scripted model, the fake forges and provider first, the embedded model last.
-BENCHMARKS := engine publish stats dashboard telemetry index analyzers service chaos run
+BENCHMARKS := engine publish stats dashboard telemetry index analyzers injection service chaos run
 
 ## Engine scale and token economy (scripted model), publishing against the fake forges, the review store, dashboard,
 ## telemetry, repository index and analyzers, the review service under webhook load, the chaos run,

@@ -2,7 +2,7 @@
 
 The same full-tier review (four reviewers, one tool call, two findings, the coordinator) is run
 over and over, interleaved, in four set-ups: nothing configured (the default), metrics only (a
-``MetricsRecorder`` writing a textfile), traces only (OTLP/HTTP to a collector on loopback), and
+``LastRunRecorder`` writing a textfile), traces only (OTLP/HTTP to a collector on loopback), and
 both. Printed: the median and p90 wall time per review of each, and the median's difference from
 nothing configured; then the cost of one stage span while tracing is off. Target: nothing
 configured is the baseline itself (the only telemetry on that path is a shared no-op context per
@@ -57,7 +57,7 @@ async def one_review(tmp: Path, *, metrics: bool, traces: str | None) -> float:
     from codejury.pipeline import ReviewOptions, review
     from codejury.record.events import EventLog
     from codejury.reviewers.roster import BUILTIN_REVIEWERS
-    from codejury.telemetry.metrics import MetricsRecorder
+    from codejury.telemetry.last_run import LastRunRecorder
     from codejury.telemetry.tracing import start_tracing
     from codejury.testing.scripted import Raw, ScriptedResolver, ToolCall, finding
 
@@ -76,7 +76,7 @@ async def one_review(tmp: Path, *, metrics: bool, traces: str | None) -> float:
     started = time.perf_counter()
     with EventLog(None, run_id="bench") as events:
         tracing = start_tracing(env, redact=events.redact)
-        recorders = [MetricsRecorder(textfile=tmp / "codejury.prom")] if metrics else []
+        recorders = [LastRunRecorder(textfile=tmp / "codejury.prom")] if metrics else []
         opts = ReviewOptions(
             settings=settings,
             env=env,

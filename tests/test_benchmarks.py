@@ -70,6 +70,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^webhook response: p50 {NUMBER} ms, p99 {NUMBER} ms",
         r"^merge requests not reviewed at their latest head: 0$",
     ],
+    "injection": [
+        r"^injection attempts detected: \d+/40 ",
+        r"^benign texts flagged: \d+/40 ",
+        rf"^time per text: {NUMBER} ms",
+    ],
     "chaos": [
         r"^completion rate: \d+/3 ",
         r"^findings lost from reviewers that succeeded: 0 ",

@@ -77,6 +77,21 @@ class PriceSettings:
 
 
 @dataclass(frozen=True)
+class DailyLimits:
+    """``[limits]``: caps per UTC day, counted in the review store; None: no cap."""
+
+    reviews_per_day: int | None = None
+    reviews_per_day_per_repository: int | None = None
+    spend_per_day_usd: float | None = None
+    spend_per_day_per_repository_usd: float | None = None
+
+    @property
+    def capped(self) -> bool:
+        """Whether any cap is set."""
+        return any(getattr(self, name) is not None for name in self.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
 class Settings:
     """The user's layered settings (before plugins contribute); defaults are the schema's."""
 
@@ -134,6 +149,10 @@ class Settings:
     """Where reviews are recorded (``record.url``); None: the default SQLite file."""
     record_prompts: bool = False
     """Traces carry prompts and responses (``record.prompts``); off: names, models, tokens, timings only."""
+    limits: DailyLimits = field(default_factory=DailyLimits)
+    """Daily caps on reviews and spend (``[limits]``)."""
+    min_confidence: Mapping[str, float] = field(default_factory=dict)
+    """``[confidence]``: ``min`` and per-severity thresholds a finding needs to be published (empty: none)."""
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Dotted key → where the user set it (``.codejury.toml: providers.gw.kind``), for later errors."""
 
@@ -145,6 +164,11 @@ class Settings:
                 return self.origins[key] + dotted[len(key) :]
             key = key.rpartition(".")[0]
         return dotted
+
+    def confidence_threshold(self, severity: str) -> float:
+        """The confidence a finding of ``severity`` needs to be published (``[confidence]``)."""
+        given = self.min_confidence
+        return given.get(severity, given.get("min", 0.0))
 
 
 @dataclass(frozen=True)
@@ -166,6 +190,8 @@ class ReviewConfig:
     notices: tuple[str, ...] = ()
     model_kinds: Mapping[str, ModelKind] | None = None
     """Provider kind → how to build its models (``codejury_register_model_kinds``); None: the built-in kinds."""
+    stopped: str | None = None
+    """Why no model may be called for this review (the routing document's kill switch); None: it runs."""
 
     def model_for(self, reviewer: str) -> str:
         """The model string a reviewer (or 'coordinator') runs on."""
@@ -192,6 +218,8 @@ TABLE_KEYS = frozenset(
         "max_cost_usd",
         "instructions_url",
         "record",
+        "limits",
+        "confidence",
     }
 )
 SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
@@ -263,6 +291,12 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
         changes["record_url"] = t.record.url
     if "prompts" in t.record.model_fields_set:
         changes["record_prompts"] = t.record.prompts
+    if t.confidence.model_fields_set:
+        given_confidence = {k: v for k in t.confidence.model_fields_set if (v := getattr(t.confidence, k)) is not None}
+        changes["min_confidence"] = {**base.min_confidence, **given_confidence}
+    if t.limits.model_fields_set:
+        given = {name: getattr(t.limits, name) for name in t.limits.model_fields_set}
+        changes["limits"] = replace(base.limits, **given)
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
     merged = replace(
         base,

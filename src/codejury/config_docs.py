@@ -23,7 +23,9 @@ from pydantic_core import PydanticUndefined
 
 from codejury.config import ENV_MODEL, ENV_SETTINGS, FAIL_ON_CHOICES
 from codejury.config_schema import (
+    ConfidenceTable,
     FileTable,
+    LimitsTable,
     ModelsTable,
     PriceTable,
     ProviderTable,
@@ -78,6 +80,15 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "writer's next bytes before it stops with exit 2 (default 60; a terminal never times out).",
     ),
     ("CODEJURY_DATABASE_URL", "`codejury serve` / `codejury worker`: the PostgreSQL queue (as `--database`)."),
+    (
+        "CODEJURY_LOG_FORMAT",
+        "`codejury serve` / `codejury worker`: `text` (default) or `json` log lines (as `--log-format`).",
+    ),
+    (
+        "CODEJURY_METRICS_PORT",
+        "`codejury worker`: serve Prometheus metrics of the reviews it ran on this port (as `--metrics-port`).",
+    ),
+    ("CODEJURY_METRICS_HOST", "`codejury worker`: the address of that metrics server (default 127.0.0.1)."),
     ("CODEJURY_GITHUB_WEBHOOK_SECRET", "`codejury serve`: the GitHub webhook secret (HMAC of each delivery)."),
     ("CODEJURY_GITLAB_WEBHOOK_TOKEN", "`codejury serve`: the GitLab webhook token (`X-Gitlab-Token`)."),
     (
@@ -266,6 +277,32 @@ def render_settings_reference() -> str:
             RecordTable,
             "Every finished review is recorded (see docs/telemetry.md); `codejury stats` reads the store back.\n\n"
             '```toml\n[tool.codejury.record]\nurl = "postgresql://codejury@db.example.com/reviews"\n```',
+        ),
+        *_section(
+            "[limits]",
+            LimitsTable,
+            "A review over a cap, or one the routing document's kill switch stops (see Remote routing in the "
+            "README), calls no model: it is published and recorded as not reviewed, with the reason, and exits as "
+            "a `not_reviewed` review does (1 under `--fail-on unreviewed`). Set the caps where the repository "
+            "under review cannot raise them: `--config`, the environment or a review service's config file win "
+            "over the repository's own file. A day is a UTC day (00:00 to 24:00 UTC). Counted: the reviews "
+            "recorded today that reached a model (a review refused or with nothing to review is recorded but not "
+            "counted) and their cost. Reviews running at the same time are counted as each one finishes. When the "
+            "store cannot be counted (`record.url = none`, a review service's ingest URL, a store that does not "
+            "answer: 2 s to connect, at most 5 s in all), the caps are not checked: the review runs and one "
+            "warning line says so (recording never blocks a review).\n\n"
+            "```toml\n[tool.codejury.limits]\nreviews_per_day = 200\nreviews_per_day_per_repository = 20\n"
+            "spend_per_day_usd = 50.0\n```",
+        ),
+        *_section(
+            "[confidence]",
+            ConfidenceTable,
+            "A finding whose confidence (0 to 1) is below its severity's threshold is not published and does not "
+            "count toward the verdict; it is kept, flagged `below_threshold`, in the JSON output and the store, and "
+            "counted among the dropped findings as `below_confidence`. A finding held on security evidence "
+            "(`withholds_approval`) is published whatever its confidence. `codejury eval` reports precision and "
+            "recall at several thresholds from one run, to choose them.\n\n"
+            "```toml\n[tool.codejury.confidence]\nmin = 0.5\ncritical = 0.8\n```",
         ),
         "## `[plugins.NAME]`",
         "",

@@ -184,6 +184,38 @@ class RecordTable(_Table):
     )
 
 
+class LimitsTable(_Table):
+    """``[limits]``: caps on reviews and spend per UTC day, counted in the review store (``record.url``)."""
+
+    reviews_per_day: Count | None = Field(
+        default=None, description="Reviews a day across every repository the store records; the next one is refused."
+    )
+    reviews_per_day_per_repository: Count | None = Field(
+        default=None, description="Reviews a day of one repository; the next one of it is refused."
+    )
+    spend_per_day_usd: Usd | None = Field(
+        default=None,
+        description="USD a day across every repository (the recorded reviews' cost); once reached, reviews are "
+        "refused until the next UTC day.",
+    )
+    spend_per_day_per_repository_usd: Usd | None = Field(
+        default=None,
+        description="USD a day for one repository; once reached, its reviews are refused.",
+    )
+
+
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), TypeLabel("number from 0 to 1")]
+
+
+class ConfidenceTable(_Table):
+    """``[confidence]``: the confidence a finding needs to be published, overall and per severity."""
+
+    min: Fraction = Field(default=0.0, description="Every severity's threshold unless its own key is set.")
+    critical: Fraction | None = Field(default=None, description="A critical's threshold (default: min).")
+    warning: Fraction | None = Field(default=None, description="A warning's threshold (default: min).")
+    suggestion: Fraction | None = Field(default=None, description="A suggestion's threshold (default: min).")
+
+
 class FileTable(_Table):
     """The codejury table: ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml, or a ``--config`` file."""
 
@@ -276,7 +308,7 @@ class FileTable(_Table):
     analyzers: bool = Field(
         default=True,
         description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift, hygiene, "
-        "shellcheck, zizmor, cppcheck, typos) on the changed lines.",
+        "hidden_text, shellcheck, zizmor, cppcheck, typos) on the changed lines.",
     )
     enable_analyzers: list[Name] = Field(
         default_factory=list,
@@ -313,6 +345,13 @@ class FileTable(_Table):
     )
     record: RecordTable = Field(
         default_factory=lambda: RecordTable(), description="Where reviews are recorded (see [record])."
+    )
+    confidence: ConfidenceTable = Field(
+        default_factory=lambda: ConfidenceTable(),
+        description="The confidence a finding needs to be published, overall and per severity (see [confidence]).",
+    )
+    limits: LimitsTable = Field(
+        default_factory=lambda: LimitsTable(), description="Daily caps on reviews and spend (see [limits])."
     )
 
 

@@ -96,6 +96,8 @@ class PostConfigureContext:
     change: ChangeSet | None = None
     """The change under review (its base side is where repository instructions are read)."""
     instructions: RenderedInstructions | None = None
+    stopped: str | None = None
+    """Why no model may be called for this review (a kill switch); None: it runs."""
 
     def override_model(self, reviewer: str, spec: str) -> None:
         self.model_overrides[reviewer] = spec
@@ -105,6 +107,10 @@ class PostConfigureContext:
 
     def set_failback(self, model: str, next_model: str | None) -> None:
         self.failback[model] = next_model
+
+    def stop_review(self, reason: str) -> None:
+        """A kill switch: no model is called for this review, which is published as not reviewed (``reason``)."""
+        self.stopped = reason
 
     def set_instructions(self, rendered: RenderedInstructions) -> None:
         """Replace the review's instructions: the repository's, the organisation's, and what was cut."""

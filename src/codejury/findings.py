@@ -201,6 +201,22 @@ class ReplyVerdict(BaseModel):
     message: str
 
 
+class SuspectedInjection(BaseModel):
+    """A passage of what the review read that looks like instructions to the reviewer (``guardrails.injection``).
+
+    It was read as data like everything else; it is logged and shown so that people see the attempt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    """Where the text came from: title, description, commit_message, comment, diff, tool_result, instructions."""
+    place: str
+    """Where in it: ``description line 3``, ``src/app.py:12``, ``read_file docs/x.md line 4``."""
+    rule: str
+    excerpt: str
+    """A short excerpt on one line, invisible characters written as ``<U+XXXX>``, secrets scrubbed."""
+
+
 class Review(BaseModel):
     """One complete review: what every renderer and publisher consumes."""
 
@@ -221,6 +237,14 @@ class Review(BaseModel):
     """Decisions on human replies that disputed earlier findings (forge re-reviews only; not in the JSON)."""
     notes: list[str] = Field(default_factory=list)
     """One line each about what the review could not look at: analyzers skipped or failed, files left out."""
+    below_threshold: list[Finding] = Field(default_factory=list)
+    """Findings under the confidence threshold (``[confidence]``): not published, not counted toward the verdict,
+    kept here (and in the JSON and the store) so that the threshold can be tuned."""
+    suspected_injections: list[SuspectedInjection] = Field(default_factory=list)
+    """Passages that look like instructions to the reviewer; they were read as data and change nothing."""
+    refused: str | None = None
+    """Why no model was called: a daily cap reached or the kill switch (verdict ``not_reviewed``); in the JSON
+    as the summary and a note."""
 
 
 class PlannedReviewer(BaseModel):
@@ -242,3 +266,5 @@ class Plan(BaseModel):
     estimated_cost_usd: float
     model_problems: dict[str, str] = Field(default_factory=dict)
     """Chosen models that could not run here, and why (a missing API key, an uninstalled runtime)."""
+    refusal: str | None = None
+    """Why a review run now would be refused (a daily cap reached, the kill switch); None: it would run."""

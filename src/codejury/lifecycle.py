@@ -130,6 +130,8 @@ async def run_post_configure(
 
 
 def _apply_post(config: ReviewConfig, ctx: PostConfigureContext) -> ReviewConfig:
+    if ctx.stopped is not None and config.stopped is None:  # the first plugin to stop the review says why
+        config = replace(config, stopped=ctx.stopped)
     if (given := ctx.instructions) is not None:
         notes = (given.cut,) if given.cut else ()
         config = replace(

@@ -24,9 +24,10 @@ from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
 from codejury.errors import InputError, ModelSetupError, ReviewFailed
 from codejury.findings import Plan, Review, Tier
+from codejury.guardrails.screen import Screen, screen_change, suspected_injections
 from codejury.judge.naive import naive_stage
 from codejury.judge.stage import judge_stage
-from codejury.judge.verdict import not_reviewed_stage, verdict_stage
+from codejury.judge.verdict import not_reviewed_stage, refused_stage, verdict_stage
 from codejury.lifecycle import assemble, run_bootstrap, run_configure, run_post_configure
 from codejury.models.selection import (
     ReviewModels,
@@ -41,7 +42,7 @@ from codejury.planning import plan_stage
 from codejury.publish import publish_failure_stage, publish_stage
 from codejury.record.stage import record_stage
 from codejury.resilience import BreakerState
-from codejury.runstate import ReviewOptions, ReviewRun, Selection
+from codejury.runstate import Refusal, ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
 from codejury.telemetry.tracing import span, traced, traced_review
 from codejury.workspace import workspace_stage
@@ -60,10 +61,16 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     redactor = opts.events.redactor
     opts = replace(opts, warn=_scrubbing(opts.warn, redactor), progress=_maybe_scrubbing(opts.progress, redactor))
     run = await start(change, opts)  # configure → filter → tier (and the models each reviewer runs on)
+    refusal = await _admitted(run)  # the kill switch and the daily caps, before any model is called
     if opts.dry_run:
-        plan = redactor.scrub(plan_stage(run))
+        plan = redactor.scrub(plan_stage(run).model_copy(update={"refusal": refusal and refusal.reason}))
         await publish_stage(run, plan)
         return plan
+    if refusal is not None:
+        refused = redactor.scrub(refused_stage(run, refusal))
+        await traced("publish", publish_stage(run, refused))
+        await traced("record", record_stage(run, refused))  # recorded, so the day's reviews are all there
+        return refused
     try:
         result = redactor.scrub(await _reviewed(run))  # workspace → reviewers → judge → verdict
     except ReviewFailed as exc:
@@ -75,15 +82,38 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     return result
 
 
+async def _admitted(run: ReviewRun) -> Refusal | None:
+    """The caller's check (``ReviewOptions.admit``); a refusal is one line on stderr and a ``review_refused``
+    event (with ``--dry-run``: what a review run now would get, and nothing is refused)."""
+    opts = run.options
+    refusal = await opts.admit(run) if opts.admit is not None else None
+    if refusal is not None:
+        run.events.emit("review_refused", control=refusal.control, reason=refusal.reason, dry_run=opts.dry_run)
+        opts.warn(
+            f"dry run: a review now would be refused: {refusal.reason}"
+            if opts.dry_run
+            else f"not reviewed: {refusal.reason}"
+        )
+    return refusal
+
+
 async def _reviewed(run: ReviewRun) -> Review:
     if not run.selection.reviewable:
         return not_reviewed_stage(run)
+    screen = Screen(run.events)  # instruction-shaped text is logged and shown, never removed (guardrails)
+    with span("screen"):
+        screen_change(screen, run.change, run.selection.kept, instructions=_instructions(run))
+    result = await _panel_reviewed(run, screen)
+    return result.model_copy(update={"suspected_injections": suspected_injections(run.events.events)})
+
+
+async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
     models = _models(run)
     known = len(run.change.left_out)  # start() warned about these; the tools add what they cannot read
     with _breaker_events(run, models):
         if run.options.baseline == "naive":
             return await naive_stage(run, models)
-        with workspace_stage(run, _context_text(run)) as ctx:
+        with workspace_stage(run, _context_text(run), on_tool_result=screen.tool_result) as ctx:
             panel = await traced("reviewers", run_panel(run, ctx, models))
             evidence = await traced("evidence", evidence_stage(run))
             judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence))
@@ -207,6 +237,16 @@ def _context_text(run: ReviewRun) -> str:
         custom_rules=config.custom_rules,
         org_instructions=config.org_instructions,
     )
+
+
+def _instructions(run: ReviewRun) -> list[tuple[str, str | None]]:
+    """The instructions the models read besides the change, by source (screened like the change)."""
+    config = run.config
+    return [
+        ("repo_instructions", config.repo_instructions),
+        ("org_instructions", config.org_instructions),
+        ("custom_rules", config.custom_rules),
+    ]
 
 
 def _scrubbing(say: Callable[[str], None], redactor: Redactor) -> Callable[[str], None]:

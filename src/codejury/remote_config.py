@@ -4,7 +4,12 @@ Shape (every key optional)::
 
     {"reviewers": {"security": "anthropic:claude-sonnet-4-6", "coordinator": "openai:gpt-5"},
      "disabled_providers": ["openai"],
-     "failback": {"anthropic:claude-opus-4-6": "anthropic:claude-opus-4-5"}}
+     "failback": {"anthropic:claude-opus-4-6": "anthropic:claude-opus-4-5"},
+     "kill_switch": true, "reason": "provider incident"}
+
+``kill_switch`` is ``true`` (every review) or a list of repositories (``group/project``, or with its
+host as the review names it: ``gitlab.example.com/group/project``); a review it covers calls no model
+and is published as not reviewed, with ``reason``.
 
 It is fetched during ``post_configure`` within ``FETCH_TIMEOUT_S`` (the whole fetch, not each
 read: a server that drips bytes is cut off too), and its body is capped at ``MAX_BYTES`` while it
@@ -35,7 +40,8 @@ __all__ = ["FETCH_TIMEOUT_S", "MAX_BYTES", "Routing", "RoutingError", "fetch_rou
 
 FETCH_TIMEOUT_S = 5.0
 MAX_BYTES = 256 * 1024
-KNOWN_KEYS = frozenset({"reviewers", "disabled_providers", "failback"})
+KNOWN_KEYS = frozenset({"reviewers", "disabled_providers", "failback", "kill_switch", "reason"})
+MAX_REASON_CHARS = 300
 MAX_REDIRECTS = 5
 _CONTINUING = "continuing with local config"
 
@@ -47,8 +53,21 @@ class Routing:
     reviewer_models: Mapping[str, str] = field(default_factory=dict)
     disabled_providers: frozenset[str] = frozenset()
     failback: Mapping[str, str | None] = field(default_factory=dict)
+    kill_switch: bool | frozenset[str] = False
+    """True: every review is stopped; a set: the reviews of these repositories."""
+    reason: str = ""
+
+    def stops(self, repository: str) -> bool:
+        """Whether the kill switch covers ``repository`` (a listed name matches it whole, or its end after a '/')."""
+        if isinstance(self.kill_switch, bool):
+            return self.kill_switch
+        name = repository.strip("/").lower()
+        return any(name == listed or name.endswith("/" + listed) for listed in self.kill_switch)
 
     def apply(self, ctx: PostConfigureContext) -> None:
+        repository = ctx.change.meta.repository if ctx.change is not None else ""
+        if self.stops(repository):
+            ctx.stop_review(f"the kill switch is on ({self.reason})" if self.reason else "the kill switch is on")
         for reviewer, spec in self.reviewer_models.items():
             ctx.override_model(reviewer, spec)
         for provider in self.disabled_providers:
@@ -77,7 +96,28 @@ def parse_routing(data: Any) -> Routing:
         isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in failback.items()
     ):
         raise RoutingError("'failback' must map model strings to a model string or null")
-    return Routing(reviewer_models=dict(reviewers), disabled_providers=frozenset(disabled), failback=dict(failback))
+    return Routing(
+        reviewer_models=dict(reviewers),
+        disabled_providers=frozenset(disabled),
+        failback=dict(failback),
+        kill_switch=_kill_switch(data.get("kill_switch", False)),
+        reason=_reason(data.get("reason", "")),
+    )
+
+
+def _kill_switch(value: Any) -> bool | frozenset[str]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list) and all(isinstance(r, str) and r.strip("/ ") for r in value):
+        return frozenset(r.strip().strip("/").lower() for r in value)
+    raise RoutingError("'kill_switch' must be true, false or a list of repositories")
+
+
+def _reason(value: Any) -> str:
+    if not isinstance(value, str):
+        raise RoutingError("'reason' must be a string")
+    text = " ".join(value.split())  # one line, whatever the document holds
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
 async def fetch_routing(url: object, *, warn: Callable[[str], None], timeout_s: float | None = None) -> Routing | None:

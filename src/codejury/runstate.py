@@ -10,7 +10,7 @@ kept and skipped, the tier, the panel and its models.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -41,6 +41,15 @@ class Publisher(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a review may call no model: a daily cap reached, or the kill switch."""
+
+    reason: str
+    control: str
+    """``kill_switch`` or the ``[limits]`` key of the cap."""
+
+
 @dataclass
 class ReviewOptions:
     """How to run one review: chosen by the caller."""
@@ -65,6 +74,9 @@ class ReviewOptions:
     recorders: Sequence[Recorder] = ()
     baseline: Baseline | None = None
     """``naive``: one plain prompt on the standard model instead of the panel (``codejury eval --baseline``)."""
+    admit: Callable[[ReviewRun], Awaitable[Refusal | None]] | None = None
+    """The composition root's check once the run is configured and before any model is called (the kill
+    switch, the daily caps): a refusal publishes and records the review as not reviewed. None: no check."""
 
     def say(self, line: str) -> None:
         if self.progress is not None:

@@ -29,7 +29,7 @@ from codejury.judge.verdict import should_fail
 from codejury.plugins import Plugins, load_plugins
 from codejury.publish import OutputPublisher, default_format
 from codejury.record.events import EventLog
-from codejury.runstate import ReviewOptions
+from codejury.runstate import Refusal, ReviewOptions, ReviewRun
 
 if TYPE_CHECKING:
     from codejury.forges.publish import Forge
@@ -276,8 +276,44 @@ def _options(
         notices=(notice,) if notice else (),
         progress=progress,
         baseline="naive" if flags.baseline == "naive" else None,
+        admit=_admission,
     )
     return settings, opts
+
+
+CAP_CHECK_WAIT_S = 5.0
+"""The most a review waits for the store to count today's reviews (connect and query are bounded below it)."""
+
+
+async def _admission(run: ReviewRun) -> Refusal | None:
+    """The check every review passes before any model is called (``ReviewOptions.admit``): the routing
+    document's kill switch, then the daily caps of ``[limits]`` counted in the review store. A store that
+    cannot be counted lets the review run, with one warning line and a ``caps_unchecked`` event (recording
+    never blocks a review)."""
+    if run.config.stopped is not None:
+        return Refusal(run.config.stopped, "kill_switch")
+    limits = run.settings.limits
+    if not limits.capped:
+        return None
+    import asyncio
+    from datetime import UTC, datetime
+
+    from codejury.record.limits import CapCheck, check_caps
+
+    counting = asyncio.to_thread(
+        check_caps, limits, run.settings.record_url, run.change.meta.repository, datetime.now(UTC)
+    )
+    try:
+        checked = await asyncio.wait_for(counting, CAP_CHECK_WAIT_S)
+    except TimeoutError:
+        checked = CapCheck(unchecked=f"the review store did not answer within {CAP_CHECK_WAIT_S:g} s")
+    if checked.unchecked is not None:
+        run.options.warn(f"daily caps not checked, the review runs: {checked.unchecked}")
+        run.events.emit("caps_unchecked", error=checked.unchecked[:300])
+        return None
+    if checked.refusal is not None and checked.cap is not None:
+        return Refusal(checked.refusal, checked.cap)
+    return None
 
 
 def _recorders(plugins: Plugins, settings: Settings, env: Mapping[str, str]) -> list[Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,9 +138,13 @@ class PatchFiles(Mapping[str, str]):
 
 
 @contextmanager
-def workspace_stage(run: ReviewRun, shared_context: str) -> Iterator[ChangeContext]:
+def workspace_stage(
+    run: ReviewRun, shared_context: str, *, on_tool_result: Callable[[str, str], None] | None = None
+) -> Iterator[ChangeContext]:
     """Write the workspace (a temporary directory unless the caller chose one) and give the reviewers
-    what they read from it: the shared context file, and the patch files through their tools."""
+    what they read from it: the shared context file, and the patch files through their tools.
+
+    ``on_tool_result(place, text)`` sees each file, search and reference answer before a model does."""
     from codejury.agents.git_tools import GitRepoTools
     from codejury.agents.runner import ChangeContext
     from codejury.agents.tools import RepoTools
@@ -165,4 +169,5 @@ def workspace_stage(run: ReviewRun, shared_context: str) -> Iterator[ChangeConte
             if head is None and run.change.root is None
             else RepoContext(run.change.root if head is None else None, head=head, on_built=run.events.emit),
             related_code_tokens=run.settings.related_code_tokens,
+            on_tool_result=on_tool_result,
         )

@@ -143,11 +143,13 @@ def test_a_store_written_by_an_earlier_version_is_upgraded_and_keeps_its_reviews
             conn.execute(schema.migrations_table.insert().values(version=1, description="initial", applied_at=seed.T0))
         with store.engine.begin() as conn:
             conn.exec_driver_sql(f"DROP INDEX IF EXISTS {schema.RUN_TOTALS_INDEX.name}")  # not there in version 1
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {schema.suspected_injections.name}")  # nor this table
         assert store.write(record_from_review(seed.review(), events=[])) is True
         with store.connect() as conn:
             versions = conn.execute(select(schema.migrations_table.c.version)).scalars().all()
             indexes = {ix["name"] for ix in inspect(conn).get_indexes(schema.reviewer_runs.name)}
-            assert versions == [1, 2] and schema.RUN_TOTALS_INDEX.name in indexes
+            assert versions == list(range(1, schema.SCHEMA_VERSION + 1)) and schema.RUN_TOTALS_INDEX.name in indexes
+            assert inspect(conn).has_table(schema.suspected_injections.name)
             assert len(conn.execute(select(schema.reviews.c.id)).all()) == 1
     finally:
         store.close()

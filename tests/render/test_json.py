@@ -37,6 +37,8 @@ def test_review_top_level_keys_in_stable_order() -> None:
         "break_glass",
         "dropped_findings",
         "notes",
+        "below_threshold",
+        "suspected_injections",
     ]
     assert data["verdict"] == "requested_changes"
     assert data["tier"] == "full"

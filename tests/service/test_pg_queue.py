@@ -1,26 +1,32 @@
-"""The distributed queue on a real PostgreSQL server: Procrastinate's locks, and ``codejury worker`` processes
-(the scripted model inside) that survive one of them being killed in the middle of a review."""
+"""The distributed queue on a real PostgreSQL server: Procrastinate's locks, ``codejury worker`` processes
+(the scripted model inside) that survive one of them being killed in the middle of a review, and what
+serve and a worker export (the queue's depth; the reviews a worker ran, on its metrics port; JSON log lines)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import platform
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
 import psycopg
+from prometheus_client.parser import text_string_to_metric_families
 
+from codejury import __version__
 from codejury.forges.markers import parse_summary
 from codejury.service import pg_queue
 from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.webhooks import ReviewRequest
 from codejury.testing.gitlab import FakeGitLab
-from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery, gitlab_mr_event
+from tests.service.helpers import GITLAB_TOKEN, NEW, OLD, gitlab_delivery, gitlab_mr_event
 from tests.service.test_chat import note_delivery
 from tests.service.test_local_reviews import serving
 
@@ -52,8 +58,8 @@ def _statuses(url: str) -> list[str]:
         return [r[0] for r in conn.execute("SELECT status FROM procrastinate_jobs ORDER BY id").fetchall()]
 
 
-def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    flags = ["--database", url, "--heartbeat", "0.5", "--stalled-after", "2"]
+def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str], *more: str) -> subprocess.Popen[bytes]:
+    flags = ["--database", url, "--heartbeat", "0.5", "--stalled-after", "2", *more]
     with log.open("wb") as out:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
             [sys.executable, str(WORKER), str(sleep_s), "--", *flags],
@@ -157,3 +163,55 @@ async def test_a_review_command_is_queued_in_postgresql_and_a_worker_publishes_o
     with psycopg.connect(url) as conn:
         locks = [r[0] for r in conn.execute("SELECT lock FROM procrastinate_jobs ORDER BY id").fetchall()]
     assert locks == [f"gitlab:acme/widgets!7 chat {note}", "gitlab:acme/widgets!7"]  # the chat job queued the review
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def test_a_worker_exports_the_reviews_it_ran_and_logs_json_lines_without_the_token(
+    new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
+) -> None:
+    url = new_pg_database()
+    gl.add_mr(1, 8, files={"app.py": (OLD, NEW)})
+    env, opts = _worker_env(gl), _service_options(url, gl)
+    service = build_service(opts, say=lambda line: None)
+    async with serving(service) as base, httpx2.AsyncClient(base_url=base) as client:
+        for n in (7, 8):
+            body, headers = gitlab_delivery(gitlab_mr_event(f"{gl.url}/acme/widgets/-/merge_requests/{n}", iid=n))
+            assert (await client.post("/webhooks/gitlab", content=body, headers=headers)).json()["outcome"] == "queued"
+        served = _samples((await client.get("/metrics")).text)  # serve reads the queue in PostgreSQL
+    assert served[("codejury_review_jobs", (("state", "waiting"),))] == 2
+    assert served[("codejury_review_jobs", (("state", "running"),))] == 0
+    assert served[("codejury_review_queue_up", ())] == 1
+    assert served[("codejury_review_oldest_waiting_job_age_seconds", ())] >= 0
+    log = tmp_path / "worker.log"
+    worker = _worker(url, 0, log, env, "--metrics-port", "0", "--log-format", "json")
+    try:
+        await _until(lambda: _statuses(url) == ["succeeded", "succeeded"], 90, "the worker to run both jobs")
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        [metrics_url] = [
+            e["message"].removeprefix("metrics on ") for e in lines if e["message"].startswith("metrics on")
+        ]
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(metrics_url, timeout=10).read().decode())
+        got = _samples(text)
+        reviews = sum(v for (name, _), v in got.items() if name == "codejury_reviews_total")
+        assert reviews == 2  # both reviews, counted by the process that ran them
+        assert got[("codejury_build_info", (("python", platform.python_version()), ("version", __version__)))] == 1
+        assert got[("codejury_review_job_failures_total", (("reason", "error"),))] == 0
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    raw = log.read_text()
+    assert FakeGitLab.BOT_TOKEN not in raw
+    entries = [json.loads(line) for line in raw.splitlines() if line.strip()]  # every line is one JSON object
+    assert all({"time", "level", "message"} <= set(e) for e in entries)
+    done = [e for e in entries if e["message"].endswith(": reviewed and published")]
+    assert sorted(e["job"] for e in done) == ["gitlab:acme/widgets!7", "gitlab:acme/widgets!8"]

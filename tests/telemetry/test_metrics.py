@@ -1,5 +1,6 @@
-"""Prometheus metrics of a review: counted from a real scripted review, pushed to a fake
-Pushgateway that checks what the real one checks, and written as a node-exporter textfile."""
+"""Prometheus metrics of a review: counted from a real scripted review (a long-running process's counters),
+and a one-shot review's last-run gauges pushed to a fake Pushgateway that checks what the real one checks,
+or written as a node-exporter textfile."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from codejury.findings import Review
 from codejury.record.events import EventLog
-from codejury.telemetry.metrics import MetricsRecorder, ReviewMetrics, render_metrics
-from codejury.testing.scripted import Raw, ToolCall, finding
+from codejury.telemetry.last_run import LastRunRecorder
+from codejury.telemetry.metrics import ReviewMetrics, render_metrics
+from codejury.testing.scripted import Final, Raw, ScriptedResolver, ToolCall, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review
-from tests.telemetry.fakes import FakePushgateway, is_text_format
+from tests.telemetry.fakes import FakePushgateway, Push, is_text_format
 
 PATH = "app/auth/users.py"  # full tier: every specialist runs
 
@@ -90,11 +93,17 @@ async def test_openmetrics_is_served_when_the_scraper_asks_for_it(tmp_path: Path
     assert body.rstrip().endswith(b"# EOF")
 
 
-async def test_push_puts_the_text_format_to_the_job_grouped_by_repository(tmp_path: Path) -> None:
+def counters(families: dict[str, Metric]) -> list[str]:
+    return [name for name, family in families.items() if family.type in ("counter", "histogram", "summary")]
+
+
+async def test_push_puts_the_last_run_gauges_to_the_job_grouped_by_repository(tmp_path: Path) -> None:
     review, events = await scripted_review(tmp_path)
     warnings: list[str] = []
     with FakePushgateway() as gateway:
-        MetricsRecorder(push_url=gateway.origin, warn=warnings.append).record(review, events.events)
+        LastRunRecorder(push_url=gateway.origin, warn=warnings.append, clock=lambda: 1_750_000_000.0).record(
+            review, events.events
+        )
     assert warnings == [] and gateway.refused == []
     [push] = gateway.pushes
     assert push.method == "PUT" and is_text_format(push.content_type)
@@ -102,10 +111,33 @@ async def test_push_puts_the_text_format_to_the_job_grouped_by_repository(tmp_pa
     encoded = base64.urlsafe_b64encode(b"acme/shop").decode()
     assert push.path == f"/metrics/job/codejury/repository@base64/{encoded}"
     assert push.grouping == {"job": "codejury", "repository": "acme/shop"}
-    reviews = push.families["codejury_reviews"]
-    assert [(s.labels, s.value) for s in reviews.samples if s.name == "codejury_reviews_total"] == [
-        ({"tier": "full", "verdict": "requested_changes"}, 1.0)
-    ]
+    assert counters(push.families) == []  # a batch job's counter would start at 1 every run
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in push.families.values() for s in f.samples}
+    assert got[("codejury_last_review_timestamp_seconds", ())] == 1_750_000_000.0
+    assert got[("codejury_last_review_verdict", (("verdict", "requested_changes"),))] == 1
+    assert got[("codejury_last_review_verdict", (("verdict", "approved"),))] == 0
+    assert got[("codejury_last_review_tier", (("tier", "full"),))] == 1
+    assert got[("codejury_last_review_findings", (("severity", "critical"),))] == 1
+    assert got[("codejury_last_review_findings", (("severity", "warning"),))] == 1
+    assert got[("codejury_last_review_findings", (("severity", "suggestion"),))] == 0
+    assert got[("codejury_last_review_duration_seconds", ())] == review.usage.duration_s
+    assert got[("codejury_last_review_cost_usd", ())] == review.usage.cost_usd
+    assert got[("codejury_last_review_tokens", (("kind", "input"),))] == review.usage.input_tokens > 0
+
+
+async def test_pushes_of_two_repositories_keep_each_repositorys_last_run(tmp_path: Path) -> None:
+    review, events = await scripted_review(tmp_path)
+    other = review.model_copy(update={"verdict": "approved", "findings": []})
+    other_events = [{"type": "change", "repository": "acme/billing"}]
+    with FakePushgateway() as gateway:
+        LastRunRecorder(push_url=gateway.origin, clock=lambda: 100.0).record(review, events.events)
+        LastRunRecorder(push_url=gateway.origin, clock=lambda: 200.0).record(other, other_events)
+    shop = gateway.groups[(("job", "codejury"), ("repository", "acme/shop"))]
+    billing = gateway.groups[(("job", "codejury"), ("repository", "acme/billing"))]
+    assert shop["codejury_last_review_timestamp_seconds"].samples[0].value == 100.0
+    assert billing["codejury_last_review_timestamp_seconds"].samples[0].value == 200.0
+    verdicts = {s.labels["verdict"]: s.value for s in billing["codejury_last_review_verdict"].samples}
+    assert verdicts["approved"] == 1 and verdicts["requested_changes"] == 0
 
 
 async def test_credentials_in_the_push_url_go_as_basic_auth_and_never_into_a_warning(tmp_path: Path) -> None:
@@ -120,10 +152,10 @@ async def test_credentials_in_the_push_url_go_as_basic_auth_and_never_into_a_war
 
         gateway.handle = spy  # type: ignore[method-assign]
         url = gateway.origin.replace("http://", "http://ci:hunter2-pass@")
-        MetricsRecorder(push_url=url, warn=seen.append).record(review, events.events)
+        LastRunRecorder(push_url=url, warn=seen.append).record(review, events.events)
     assert seen == ["Basic " + base64.b64encode(b"ci:hunter2-pass").decode()]
     warnings: list[str] = []
-    MetricsRecorder(push_url="http://ci:hunter2-pass@127.0.0.1:9/", warn=warnings.append).record(review, events.events)
+    LastRunRecorder(push_url="http://ci:hunter2-pass@127.0.0.1:9/", warn=warnings.append).record(review, events.events)
     assert len(warnings) == 1 and "hunter2" not in warnings[0]
     assert warnings[0].startswith("metrics: could not push to the Pushgateway at http://127.0.0.1:9/")
 
@@ -133,29 +165,83 @@ async def test_an_unreachable_or_silent_pushgateway_costs_one_warning_and_at_mos
     warnings: list[str] = []
     with FakePushgateway(hang=True) as gateway:
         started = time.monotonic()
-        MetricsRecorder(push_url=gateway.origin, warn=warnings.append).record(review, events.events)
+        LastRunRecorder(push_url=gateway.origin, warn=warnings.append).record(review, events.events)
         took = time.monotonic() - started
     assert took < 2.0
     assert len(warnings) == 1 and "(the review is not affected)" in warnings[0]
 
 
-async def test_the_textfile_is_written_atomically_in_the_text_format(tmp_path: Path) -> None:
+async def test_the_textfile_holds_the_last_run_gauges_with_the_repository_written_atomically(tmp_path: Path) -> None:
     review, events = await scripted_review(tmp_path)
     target = tmp_path / "textfile" / "codejury.prom"
     target.parent.mkdir()
     target.write_text("# an older run's metrics\n")
-    MetricsRecorder(textfile=target).record(review, events.events)
+    LastRunRecorder(textfile=target, clock=lambda: 42.0).record(review, events.events)
     assert sorted(p.name for p in target.parent.iterdir()) == ["codejury.prom"]  # no temporary file left
+    families = {f.name: f for f in text_string_to_metric_families(target.read_text())}
+    assert counters(families) == []
     got = samples(target.read_text())
-    assert got[("codejury_reviews_total", (("tier", "full"), ("verdict", "requested_changes")))] == 1
+    assert got[("codejury_last_review_timestamp_seconds", (("repository", "acme/shop"),))] == 42.0
+    verdict = ("codejury_last_review_verdict", (("repository", "acme/shop"), ("verdict", "requested_changes")))
+    assert got[verdict] == 1
 
 
 async def test_an_unwritable_textfile_is_one_warning(tmp_path: Path) -> None:
     review, events = await scripted_review(tmp_path)
     warnings: list[str] = []
-    MetricsRecorder(textfile=tmp_path / "gone" / "x.prom", warn=warnings.append).record(review, events.events)
+    LastRunRecorder(textfile=tmp_path / "gone" / "x.prom", warn=warnings.append).record(review, events.events)
     assert len(warnings) == 1
     assert warnings[0].startswith(f"metrics: could not write the metrics textfile {tmp_path / 'gone' / 'x.prom'}: ")
+
+
+def cli_review(diff: Path, gateway: FakePushgateway, reviewer: list[Final]) -> None:
+    """One ``codejury review --diff … --metrics-push …`` on scripted models, in process."""
+    from click.testing import CliRunner
+
+    from codejury.cli import cli
+
+    resolver = ScriptedResolver({"reviewer": reviewer, "coordinator": [Raw({"decisions": []})]})
+    flags = ["--plugin", "codejury.testing.scripted", "--model", "scripted:reviewer"]
+    flags += ["--model-for", "coordinator=scripted:coordinator", "--metrics-push", gateway.origin]
+    with resolver.active():
+        result = CliRunner().invoke(cli, ["review", "--diff", str(diff), "--format", "json", *flags])
+    assert result.exit_code in (0, 1), result.stderr
+    assert "metrics:" not in result.stderr
+
+
+def test_two_cli_pushes_each_carry_their_own_last_run_and_no_counter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.engine_helpers import unified_diff
+
+    monkeypatch.setenv("CODEJURY_RECORD_URL", "none")
+    diff = tmp_path / "change.diff"
+    diff.write_text(unified_diff("app.py", "a = 1\nb = 2\n", "a = 1\nb = input()\n"))
+    warning = finding("app.py", 2, "Unchecked input", severity="warning", category="validation")
+    with FakePushgateway() as gateway:
+        cli_review(diff, gateway, [Final([warning])])
+        cli_review(diff, gateway, [Final([])])
+    assert gateway.refused == []
+    first, second = gateway.pushes
+    assert first.method == second.method == "PUT"  # each run replaces its group: the last run is what it holds
+    for push in (first, second):
+        assert counters(push.families) == [], "a counter from a fresh process restarts at 1 every run"
+        assert "codejury_reviews" not in push.families
+
+    def value(push: Push, name: str, **labels: str) -> float:
+        return next(s.value for s in push.families[name].samples if s.labels == labels)
+
+    assert value(first, "codejury_last_review_findings", severity="warning") == 1
+    assert value(second, "codejury_last_review_findings", severity="warning") == 0
+    assert value(first, "codejury_last_review_verdict", verdict="approved") == 0
+    assert value(second, "codejury_last_review_verdict", verdict="approved") == 1
+    assert (
+        value(second, "codejury_last_review_timestamp_seconds")
+        >= value(first, "codejury_last_review_timestamp_seconds")
+        > time.time() - 300
+    )
+    [group] = gateway.groups.values()  # what Prometheus scrapes from the gateway: the second run, whole
+    assert group["codejury_last_review_findings"].samples == second.families["codejury_last_review_findings"].samples
 
 
 @pytest.mark.parametrize(

@@ -28,8 +28,18 @@ def fenced(tag: str, text: str, header: str = "") -> str:
     return fence(tag, header + text)
 
 
+OnResult = Callable[[str, str], None]
+"""Sees a tool's answer (place, text) before the model does: the review's injection screen."""
+
+
+def _seen(on_result: OnResult | None, place: str, text: str) -> str:
+    if on_result is not None:
+        on_result(place, text)
+    return text
+
+
 def _tool_functions(
-    tools: RepoTools, deadline: float | None, repo: RepoContext | None = None
+    tools: RepoTools, deadline: float | None, repo: RepoContext | None = None, on_result: OnResult | None = None
 ) -> dict[str, Callable[..., Awaitable[str]]]:
     """The functions the model calls, with the docstrings and parameter descriptions it reads."""
 
@@ -46,7 +56,7 @@ def _tool_functions(
         text = await tools.bounded(
             lambda budget: tools.read_file(path, start_line, end_line, budget), deadline=deadline
         )
-        return fenced("file_content", text, f"file: {norm(path)}\n")
+        return fenced("file_content", _seen(on_result, f"read_file {norm(path)}", text), f"file: {norm(path)}\n")
 
     async def read_patch(path: str) -> str:
         """Read the patch of one changed file; every line carries its new-side line number.
@@ -66,7 +76,7 @@ def _tool_functions(
             path_glob: Optional filter on the path, e.g. '*.py' or 'src/api/*'.
         """
         found = await tools.bounded(lambda budget: tools.grep(pattern, path_glob, budget), deadline=deadline)
-        return fenced("tool_result", found)
+        return fenced("tool_result", _seen(on_result, f"grep {pattern[:80]}", found))
 
     async def list_files(directory: str = ".") -> str:
         """List a directory of the repository; directories end with '/'.
@@ -84,12 +94,12 @@ def _tool_functions(
         "list_files": list_files,
     }
     if repo is not None:
-        found.update(_index_functions(tools, repo, deadline))
+        found.update(_index_functions(tools, repo, deadline, on_result))
     return found
 
 
 def _index_functions(
-    tools: RepoTools, repo: RepoContext, deadline: float | None
+    tools: RepoTools, repo: RepoContext, deadline: float | None, on_result: OnResult | None = None
 ) -> dict[str, Callable[..., Awaitable[str]]]:
     """``search_code`` and ``find_references``: the repository index (built on the first call)."""
 
@@ -105,7 +115,7 @@ def _index_functions(
         found = await tools.bounded(
             lambda budget: repo.search_code(query, k, stop=lambda: budget.spent), deadline=deadline
         )
-        return fenced("tool_result", found)
+        return fenced("tool_result", _seen(on_result, f"search_code {query[:80]}", found))
 
     async def find_references(symbol: str) -> str:
         """Find where a function, class or variable is defined and every line of code that uses it.
@@ -116,7 +126,7 @@ def _index_functions(
         found = await tools.bounded(
             lambda budget: repo.find_references(symbol, stop=lambda: budget.spent), deadline=deadline
         )
-        return fenced("tool_result", found)
+        return fenced("tool_result", _seen(on_result, f"find_references {symbol[:80]}", found))
 
     return {"search_code": search_code, "find_references": find_references}
 
@@ -127,12 +137,14 @@ def as_agent_tools(
     *,
     deadline: float | None = None,
     repo: RepoContext | None = None,
+    on_result: OnResult | None = None,
 ) -> list[Tool[Any]]:
     """pydantic-ai tools for the names in ``allowed``, in a stable order; no call runs past ``deadline``.
 
-    ``search_code`` and ``find_references`` are offered only with a repository index (``repo``).
+    ``search_code`` and ``find_references`` are offered only with a repository index (``repo``);
+    ``on_result`` sees what ``read_file``, ``grep`` and those two return before the model does.
     """
-    functions = _tool_functions(tools, deadline, repo)
+    functions = _tool_functions(tools, deadline, repo, on_result)
     return [
         Tool(
             functions[name],

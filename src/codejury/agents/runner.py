@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,6 +56,8 @@ class ChangeContext:
     """The repository index: ``search_code``/``find_references`` tools, and related code for inline models."""
     related_code_tokens: int = 0
     """The budget of the related-code section in an inline reviewer's prompt (0: none)."""
+    on_tool_result: Callable[[str, str], None] | None = None
+    """Sees each tool answer (place, text) before the model reads it: the review's injection screen."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,9 @@ async def _run(
     )
     settings = ModelSettings(max_tokens=profile.max_output_tokens, **(model_settings or {}))
     if profile.supports_tools:
-        tools: list[Tool[Any]] = as_agent_tools(ctx.tools, allowed_tools, deadline=deadline, repo=ctx.repo)
+        tools: list[Tool[Any]] = as_agent_tools(
+            ctx.tools, allowed_tools, deadline=deadline, repo=ctx.repo, on_result=ctx.on_tool_result
+        )
 
         async def read_change_context() -> str:  # async: no worker thread for a constant
             """Read the shared context of the change: title, description, commit messages, changed

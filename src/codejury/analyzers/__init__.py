@@ -16,6 +16,8 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
   `http.Get`") on an added line (``analyzers.team_rules``);
 - ``hygiene``: an added JavaScript/TypeScript/Java import nothing uses, a file left without its
   final newline (``analyzers.hygiene``);
+- ``hidden_text``: bidirectional controls, Unicode tag characters and zero-width runs on added
+  lines, which make a line read differently than it runs (``analyzers.hidden_text``);
 - linters installed with codejury as wheels, each run once over the change's files of its
   languages with a rule selection chosen for precision: ``shellcheck`` (shell scripts and workflow
   ``run:`` blocks), ``zizmor`` (GitHub Actions workflows), ``cppcheck`` (C/C++, error and warning),
@@ -57,6 +59,7 @@ def builtin_analyzers() -> dict[str, Analyzer]:
     from codejury.analyzers.cppcheck import CppcheckAnalyzer
     from codejury.analyzers.drift import DriftAnalyzer
     from codejury.analyzers.hadolint import HadolintAnalyzer
+    from codejury.analyzers.hidden_text import HiddenTextAnalyzer
     from codejury.analyzers.hygiene import HygieneAnalyzer
     from codejury.analyzers.oxlint import OxlintAnalyzer
     from codejury.analyzers.ruff import RuffAnalyzer
@@ -75,6 +78,7 @@ def builtin_analyzers() -> dict[str, Analyzer]:
         "drift": DriftAnalyzer(),
         "team_rules": TeamRulesAnalyzer(),
         "hygiene": HygieneAnalyzer(),
+        "hidden_text": HiddenTextAnalyzer(),
         "shellcheck": ShellCheckAnalyzer(),
         "zizmor": ZizmorAnalyzer(),
         "oxlint": OxlintAnalyzer(),

@@ -33,6 +33,7 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("drift", "agents-md", "agents_md"),
     ("team_rules", "", "compliance"),
     ("hygiene", "", "code_quality"),
+    ("hidden_text", "", "security"),  # what a reviewer reads is not what runs (Trojan Source)
     ("zizmor", "", "security"),  # template injection, dangerous triggers, permissions, unpinned actions
     ("shellcheck", "", "code_quality"),
     ("oxlint", "", "code_quality"),

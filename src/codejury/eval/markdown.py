@@ -73,6 +73,7 @@ def render(doc: dict[str, Any], *, title: str = "codejury eval") -> str:
         for language, s in overall["by_language"].items():
             lines.append(f"| {language} | {s['cases']} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} |")
     lines += _backing_table(overall.get("by_backing"))
+    lines += _threshold_table(overall.get("by_threshold"))
     lines += _recall_table("expected-comment category", "category", overall.get("by_category"))
     lines += _recall_table("the context an expected comment needed", "context", overall.get("by_context"))
     lines += [
@@ -125,4 +126,26 @@ def _backing_table(rows: dict[str, dict[str, Any]] | None) -> list[str]:
     for key, s in rows.items():
         label = "an analyzer rule" if key == "analyzer" else "the model alone"
         out.append(f"| {label} | {s['findings']} | {s['matched']} | {_cell(s['precision'], 'ratio')} |")
+    return out
+
+
+def _threshold_table(rows: list[dict[str, Any]] | None) -> list[str]:
+    """Precision and recall of this run at several confidence thresholds (``[confidence]``), to choose one."""
+    if not rows:
+        return []
+    out = [
+        "",
+        "## Precision and recall by confidence threshold (location)",
+        "",
+        "What this run would have published with `[confidence] min` at each value (findings under the run's own "
+        "threshold included).",
+        "",
+        "| min confidence | findings | matched | precision | recall | F1 |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['min_confidence']:.2f} | {r['findings']} | {r['matched']} | {_cell(r['precision'], 'ratio')} | "
+            f"{_cell(r['recall'], 'ratio')} | {_cell(r['f1'], 'ratio')} |"
+        )
     return out

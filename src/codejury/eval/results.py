@@ -2,10 +2,12 @@
 
 ``{"overall": {...}, "cases": [{...}], "baseline": {"overall": ..., "cases": ...}}`` where every
 ratio is location-scored unless its key starts with ``judged_`` (meaning-scored by ``--judge``).
+``overall.by_threshold`` scores the same run at several confidence thresholds (``scoring.by_threshold``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +17,7 @@ from codejury.eval.dataset import EvalCase, ExpectedComment
 from codejury.eval.scoring import (
     BLOCKING_VERDICTS,
     CaseScore,
+    by_threshold,
     category_recall,
     context_recall,
     percentile,
@@ -35,6 +38,9 @@ class FoundFinding(BaseModel):
     reviewer: str = ""
     evidence: list[str] = Field(default_factory=list)
     """The analyzer rules that back it (``ruff:S608``); empty for a model's own claim."""
+    confidence: float = 1.0
+    below_threshold: bool = False
+    """Under the review's confidence threshold: not published, kept to score other thresholds."""
 
 
 class CaseRun(BaseModel):
@@ -43,6 +49,8 @@ class CaseRun(BaseModel):
     case_id: str
     verdict: str | None = None
     findings: list[FoundFinding] = Field(default_factory=list)
+    below_threshold: list[FoundFinding] = Field(default_factory=list)
+    """Findings the review did not publish for their confidence (``[confidence]``); not in the scores above."""
     changed_lines: dict[str, list[int]] = Field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -142,6 +150,12 @@ def overall_json(cases: Sequence[EvalCase], runs: Sequence[CaseRun]) -> dict[str
         "by_category": _recall_rows(category_recall(scores)),
         "by_backing": _by_backing(runs, scores),
     }
+    out["by_threshold"] = [
+        dataclasses.asdict(row)
+        for row in by_threshold(
+            (([*r.findings, *r.below_threshold], c.expected) for c, r in zip(cases, runs, strict=True)),
+        )
+    ]
     by_context = context_recall(scores)
     if by_context:
         out["by_context"] = _recall_rows(by_context)

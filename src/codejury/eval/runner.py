@@ -141,24 +141,28 @@ def review_command(source_args: Sequence[str], output: Path, settings: EvalSetti
     ]
 
 
+def _found(f: Mapping[str, Any]) -> FoundFinding:
+    return FoundFinding(
+        path=f["path"],
+        start_line=f["start_line"],
+        end_line=f.get("end_line", f["start_line"]),
+        severity=f.get("severity", "warning"),
+        title=f.get("title", ""),
+        body=f.get("body", ""),
+        reviewer=f.get("reviewer", ""),
+        evidence=[str(e) for e in f.get("evidence") or []],
+        confidence=float(f.get("confidence", 1.0)),
+        below_threshold=bool(f.get("below_threshold", False)),
+    )
+
+
 def parse_review(case_id: str, data: Mapping[str, Any], wall_s: float, lines: dict[str, list[int]]) -> CaseRun:
     usage = data.get("usage") or {}
     return CaseRun(
         case_id=case_id,
         verdict=data.get("verdict"),
-        findings=[
-            FoundFinding(
-                path=f["path"],
-                start_line=f["start_line"],
-                end_line=f.get("end_line", f["start_line"]),
-                severity=f.get("severity", "warning"),
-                title=f.get("title", ""),
-                body=f.get("body", ""),
-                reviewer=f.get("reviewer", ""),
-                evidence=[str(e) for e in f.get("evidence") or []],
-            )
-            for f in data.get("findings", [])
-        ],
+        findings=[_found(f) for f in data.get("findings", [])],
+        below_threshold=[_found(f) for f in data.get("below_threshold", [])],
         changed_lines=lines,
         input_tokens=int(usage.get("input_tokens", 0)),
         output_tokens=int(usage.get("output_tokens", 0)),

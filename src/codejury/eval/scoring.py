@@ -9,6 +9,10 @@ findings, recall = matched expected comments / expected comments, F1 their harmo
 Overall figures are micro-averaged (sums over cases), so a case with many comments weighs more.
 
 Meaning scoring (``--judge``) uses the same matching over the pairs a judge model accepted.
+
+``by_threshold`` scores one run as if it had been made at each of several confidence thresholds
+(``[confidence]``): the review keeps the findings under its own threshold (``below_threshold``), so
+every finding of the run is there to be kept or set aside at each threshold.
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from codejury.locations import Located, overlaps
 
 BLOCKING_VERDICTS = frozenset({"requested_changes", "significant_concerns"})
+THRESHOLDS: tuple[float, ...] = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
+"""The confidence thresholds ``by_threshold`` reports."""
 
 
 def max_matching(n_left: int, n_right: int, edges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -163,3 +170,41 @@ def _recall_by(labelled: Iterable[tuple[CaseScore, Sequence[str | None]]]) -> di
             cell[1] += 1
             cell[0] += j in hit
     return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
+class Scored(Located, Protocol):
+    """A finding with the confidence its reviewer gave it."""
+
+    @property
+    def confidence(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    """Location precision and recall of a run's findings at or above one confidence threshold (micro-averaged)."""
+
+    min_confidence: float
+    findings: int
+    matched: int
+    expected: int
+    precision: float
+    recall: float
+    f1: float
+
+
+def by_threshold(
+    cases: Iterable[tuple[Sequence[Scored], Sequence[Located]]], thresholds: Sequence[float] = THRESHOLDS
+) -> list[ThresholdRow]:
+    """For each threshold, the run's findings (published and below its own threshold) with at least that confidence,
+    scored against each case's expected comments: one run, every threshold."""
+    pairs = list(cases)
+    rows: list[ThresholdRow] = []
+    for t in thresholds:
+        findings = matched = expected = 0
+        for found, wanted in pairs:
+            kept = [f for f in found if f.confidence >= t]
+            s = score_case(kept, wanted)
+            findings, matched, expected = findings + s.findings, matched + s.matched, expected + s.expected
+        precision, recall, f1 = prf(matched, findings, matched, expected)
+        rows.append(ThresholdRow(t, findings, matched, expected, round(precision, 4), round(recall, 4), round(f1, 4)))
+    return rows

@@ -17,7 +17,15 @@ from codejury.findings import Finding, Review, ReviewerReport
 from codejury.forges.markers import SummaryState, summary_marker, with_marker
 from codejury.forges.plan import PlanOptions, PreviousState, PreviousThread, PublishPlan
 from codejury.forges.safety import checked, inline_code, safe_code, safe_line, safe_text
-from codejury.render import SEVERITY_LABELS, format_cost, format_duration, group_by_section, location
+from codejury.render import (
+    SEVERITY_LABELS,
+    format_cost,
+    format_duration,
+    group_by_section,
+    injection_note,
+    injection_places,
+    location,
+)
 from codejury.render.markdown import VERDICT_HEADLINES
 
 
@@ -75,7 +83,13 @@ def summary_body(
     if not review.judged:
         lines += ["**Unjudged:** the coordinator could not run; findings are unchecked and nothing is approved.", ""]
     unreviewed = review.verdict == "not_reviewed"
-    if unreviewed:
+    if unreviewed and review.refused is not None:
+        lines += [
+            "**Nothing was reviewed:** no model was called for this change (the reason is above), so codejury "
+            "does not approve it; an approval it gave before is withdrawn. A human should review it.",
+            "",
+        ]
+    elif unreviewed:
         lines += [
             f"**Nothing was reviewed:** no model looked at this change ({len(review.skipped_files)} file(s) "
             "skipped, listed below with the reason), so codejury does not approve it. A human should review it.",
@@ -84,6 +98,9 @@ def summary_body(
     lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
     if review.notes:  # what did not run, or ran on less than the change: said before any "no findings"
         lines += ["**What this review could not do:**", "", *[f"- {safe_line(n)}" for n in review.notes], ""]
+    if (injected := injection_note(review)) is not None:  # shown, never obeyed: the text was fenced as data
+        lines += [safe_line(injected), ""]
+        lines += _details("Where", [f"- {inline_code(p)}" for p in injection_places(review)])
     only = {id(f): reason for f, reason in plan.summary_only}
     findings = [f for _, f in shown]
     if findings:

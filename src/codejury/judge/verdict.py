@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Literal
 
 from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, SkippedFile, Usage, Verdict
 from codejury.judge.dedup import normalise_category
+from codejury.judge.threshold import BELOW_CONFIDENCE, split_by_confidence
 
 if TYPE_CHECKING:  # the stage functions at the end; the rubric itself stays import-light for the CLI
     from codejury.agents.panel import PanelResult
     from codejury.judge.stage import Judgement
-    from codejury.runstate import ReviewRun
+    from codejury.runstate import Refusal, ReviewRun
 
 VcsAction = Literal["approve", "unapprove", "block"]
 FailOn = Literal["suggestion", "warning", "critical", "unreviewed", "requested_changes", "never"]
@@ -190,7 +191,8 @@ def verdict_stage(
     ``stopped`` says why the review stopped early (its cost ceiling): such a review is partial,
     and like an unjudged one it is never an approval.
     """
-    findings = judgement.findings
+    findings, below = split_by_confidence(judgement.findings, run.settings.confidence_threshold)
+    dropped = {**judgement.dropped, **({BELOW_CONFIDENCE: len(below)} if below else {})}
     verdict = decide_verdict(findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None)
     reports = [*panel.reports, *judgement.reports]
     failed = [r.name for r in reports if r.status == "failed"]
@@ -206,7 +208,8 @@ def verdict_stage(
         usage=total.model_copy(update={"duration_s": run.elapsed()}),
         judged=judgement.judged,
         break_glass=run.break_glass,
-        dropped_findings=judgement.dropped,
+        dropped_findings=dropped,
+        below_threshold=below,
         replies=judgement.replies,
         cut_files=panel.cut_files,
         notes=[*([stopped] if stopped else []), *notes, *judgement.notes],
@@ -237,6 +240,21 @@ def not_reviewed_stage(run: ReviewRun) -> Review:
         summary=summarise_unreviewed(
             selection.skipped, reviewable=len(selection.kept), tier=selection.tier, break_glass=run.break_glass
         ),
+        usage=Usage(duration_s=run.elapsed()),
+    )
+    run.events.emit("review_finished", verdict=review.verdict, tier=review.tier, findings=0)
+    return review
+
+
+def refused_stage(run: ReviewRun, refusal: Refusal) -> Review:
+    """A review a daily cap or the kill switch stopped before any model was called: not reviewed, with the
+    reason, never an approval (break glass included: nothing looked at the change)."""
+    review = Review(
+        verdict="not_reviewed",
+        tier=run.selection.tier,
+        summary=f"Not reviewed: {refusal.reason}.",
+        notes=[f"not reviewed: {refusal.reason}"],
+        refused=refusal.reason,
         usage=Usage(duration_s=run.elapsed()),
     )
     run.events.emit("review_finished", verdict=review.verdict, tier=review.tier, findings=0)

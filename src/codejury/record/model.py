@@ -4,7 +4,8 @@
 finished (already scrubbed) ``Review`` and the run's redacted events, which carry what the review
 itself does not: the change's identity (``change``), failbacks (``model_failback``), breaker
 transitions (``breaker``), who broke the glass and what became of the last review's findings on a
-forge re-review (``published``). ``PAYLOAD_VERSION`` is bumped when a field changes meaning.
+forge re-review (``published``), and the passages that look like instructions to the reviewer
+(``injection_suspected``). ``PAYLOAD_VERSION`` is bumped when a field changes meaning.
 
 Every closed set is typed with the review's own (``Verdict``, ``Tier``, ``Severity``,
 ``ReviewerStatus``, the breaker's states), so an ingest whose record names anything else is refused
@@ -87,6 +88,15 @@ class EarlierFinding(BaseModel):
     """A human replied that they disagree (the coordinator judged the reply in this review)."""
 
 
+class InjectionRecord(BaseModel):
+    """A passage the review read that looks like instructions to the reviewer (an ``injection_suspected`` event)."""
+
+    source: str = Field(max_length=40)
+    place: str = Field(max_length=2000)
+    rule: str = Field(max_length=60)
+    excerpt: str = Field(default="", max_length=2000)
+
+
 class ReviewRecord(BaseModel):
     """Everything recorded about one review (the store's rows and the ingest payload)."""
 
@@ -118,6 +128,8 @@ class ReviewRecord(BaseModel):
     earlier_findings: list[EarlierFinding] = Field(default_factory=list)
     changed_since: list[str] | None = None
     """Files changed since the previously reviewed head (a forge re-review); None when unknown."""
+    suspected_injections: list[InjectionRecord] = Field(default_factory=list)
+    """Passages of what the review read that look like instructions to the reviewer (for people to look at)."""
     review: dict[str, Any] = Field(default_factory=dict)
     """The whole review as ``codejury review --format json`` has it, for a dashboard to show."""
 
@@ -175,5 +187,14 @@ def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> R
             if status in ("open", "fixed", "dismissed")
         ],
         changed_since=[str(p) for p in changed] if isinstance(changed, list) else None,
+        suspected_injections=[
+            InjectionRecord(
+                source=str(e.get("source", ""))[:40],
+                place=str(e.get("place", ""))[:2000],
+                rule=str(e.get("rule", ""))[:60],
+                excerpt=str(e.get("excerpt", ""))[:2000],
+            )  # fmt: skip
+            for e in _of_type(events, "injection_suspected")
+        ],
         review=review.model_dump(mode="json", exclude={"replies"}),
     )

@@ -144,6 +144,15 @@ changed_files = _child(
     "changed_files",
     Column("path", Text, nullable=False),
 )
+suspected_injections = _child(
+    "suspected_injections",
+    Column("source", String(40), nullable=False),
+    Column("place", Text, nullable=False),
+    Column("rule", String(60), nullable=False),
+    Column("excerpt", Text, nullable=False),
+    Index("ix_suspected_injections_rule", "rule"),
+)
+"""Passages of what a review read that look like instructions to the reviewer (``codejury.guardrails``)."""
 review_documents = Table(
     "review_documents",
     metadata,
@@ -169,9 +178,14 @@ def _run_totals_index(conn: Connection) -> None:
     RUN_TOTALS_INDEX.create(conn, checkfirst=True)
 
 
+def _suspected_injections(conn: Connection) -> None:
+    suspected_injections.create(conn, checkfirst=True)  # a new store's first migration created it already
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[Connection], None]], ...] = (
     ("reviews, findings and reviewer runs", _initial),
     ("an index covering the reviewer runs' totals", _run_totals_index),
+    ("passages that look like instructions to the reviewer", _suspected_injections),
 )
 """Migration n (1-based) is ``MIGRATIONS[n - 1]``: a description and the function that applies it."""
 SCHEMA_VERSION = len(MIGRATIONS)

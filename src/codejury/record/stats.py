@@ -140,6 +140,29 @@ class ActedOn(BaseModel):
     by_reviewer_category: list[ActedOnRow] = Field(default_factory=list)
 
 
+class InjectionRuleCount(BaseModel):
+    rule: str
+    passages: int
+    reviews: int
+
+
+class InjectionRow(BaseModel):
+    recorded_at: datetime
+    repository: str
+    change_id: str
+    source: str
+    place: str
+    rule: str
+    excerpt: str
+
+
+class Injections(BaseModel):
+    """Passages that looked like instructions to the reviewer: counts by rule, and the latest few to look at."""
+
+    by_rule: list[InjectionRuleCount] = Field(default_factory=list)
+    latest: list[InjectionRow] = Field(default_factory=list)
+
+
 class Stats(BaseModel):
     """Every table of ``codejury stats``; ``model_dump(mode="json")`` is its JSON format."""
 
@@ -154,6 +177,7 @@ class Stats(BaseModel):
     break_glass: BreakGlass
     reliability: Reliability
     acted_on: ActedOn
+    injections: Injections = Field(default_factory=Injections)
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
@@ -270,6 +294,46 @@ def assemble_stats(
         break_glass=glass,
         reliability=_reliability(conn, scope, failures, overview.reviews),
         acted_on=acted_on,
+        injections=injections_table(conn, scope),
+    )
+
+
+LATEST_INJECTIONS = 10
+"""How many of the latest suspected injections ``stats`` and the dashboard list."""
+
+
+def injections_table(conn: Connection, scope: ColumnElement[bool], latest: int = LATEST_INJECTIONS) -> Injections:
+    """The suspected injections of the reviews in ``scope``: counts by rule, and the ``latest`` ones."""
+    i, r = schema.suspected_injections, schema.reviews
+    joined = i.join(r, i.c.review_id == r.c.id)
+    counts = conn.execute(
+        select(i.c.rule, func.count(), func.count(distinct(i.c.review_id)))
+        .select_from(joined)
+        .where(scope)
+        .group_by(i.c.rule)
+        .order_by(func.count().desc(), i.c.rule)
+    )
+    rows = conn.execute(
+        select(r.c.recorded_at, r.c.repository, r.c.change_id, i.c.source, i.c.place, i.c.rule, i.c.excerpt)
+        .select_from(joined)
+        .where(scope)
+        .order_by(r.c.recorded_at.desc(), r.c.id.desc(), i.c.place)
+        .limit(latest)
+    )
+    return Injections(
+        by_rule=[InjectionRuleCount(rule=rule, passages=n, reviews=m) for rule, n, m in counts],
+        latest=[
+            InjectionRow(
+                recorded_at=at,
+                repository=repo,
+                change_id=change,
+                source=source,
+                place=place,
+                rule=rule,
+                excerpt=excerpt,
+            )  # fmt: skip
+            for at, repo, change, source, place, rule, excerpt in rows
+        ],
     )
 
 

@@ -173,6 +173,30 @@ def stats_tables(stats: Stats) -> list[TextTable]:
             [_acted(r, category=True) for r in stats.acted_on.by_reviewer_category],
         ),
     ]
+    injections = stats.injections
+    tables += [
+        TextTable(
+            "Suspected prompt injections by rule",
+            ("rule", "passages", "reviews"),
+            [(r.rule, _int(r.passages), _int(r.reviews)) for r in injections.by_rule],
+            "passages of what a review read that look like instructions to the reviewer; read as data, never obeyed",
+        ),
+        TextTable(
+            "Latest suspected prompt injections",
+            ("recorded", "repository", "change", "place", "rule", "excerpt"),
+            [
+                (
+                    r.recorded_at.strftime("%Y-%m-%d %H:%M"),
+                    r.repository or "—",
+                    r.change_id or "—",
+                    r.place,
+                    r.rule,
+                    r.excerpt,
+                )
+                for r in injections.latest
+            ],  # fmt: skip
+        ),
+    ]
     return tables
 
 

@@ -159,6 +159,7 @@ def write_record(conn: Connection, record: ReviewRecord) -> bool:
         (schema.breaker_transitions, [b.model_dump() for b in record.breaker_transitions]),
         (schema.earlier_findings, [e.model_dump() for e in record.earlier_findings]),
         (schema.changed_files, [{"path": p} for p in record.changed_since or ()]),
+        (schema.suspected_injections, [i.model_dump() for i in record.suspected_injections]),
         (schema.review_documents, [{"review": record.review}]),
     ]
     for table, rows in children:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from codejury.findings import SEVERITY_RANK, Finding, Review, Usage
@@ -86,6 +87,29 @@ def not_reviewed_notice(review: Review) -> str | None:
     if review.verdict != "not_reviewed":
         return None
     return f"codejury: {one_line(review.summary) or 'nothing was reviewed.'}"
+
+
+def injection_note(review: Review) -> str | None:
+    """One line on the passages that look like instructions to the reviewer (rule names and counts), or None."""
+    found = review.suspected_injections
+    if not found:
+        return None
+    counts = Counter(one_line(i.rule) for i in found)
+    ordered = sorted(counts.items(), key=lambda c: (-c[1], c[0]))
+    rules = ", ".join(f"{rule} ×{n}" if n > 1 else rule for rule, n in ordered)
+    n = len(found)
+    if n == 1:
+        return f"1 passage in this change looks like instructions to the reviewer ({rules}); it was read as data."
+    return f"{n} passages in this change look like instructions to the reviewer ({rules}); they were read as data."
+
+
+def injection_places(review: Review, limit: int = 20) -> list[str]:
+    """``place · rule`` of the first ``limit`` suspected passages, and how many more there are."""
+    found = review.suspected_injections
+    lines = [f"{one_line(i.place)} · {one_line(i.rule)}" for i in found[:limit]]
+    if len(found) > limit:
+        lines.append(f"and {len(found) - limit} more")
+    return lines
 
 
 def location(finding: Finding) -> str:

@@ -2,9 +2,12 @@
 
 Key order is fixed and optional keys (a finding's ``suggestion``, a reviewer's ``error``) are
 absent rather than null; a finding's ``withholds_approval`` is present only when true (a finding held
-on security evidence that no model confirmed). ``schema_errors(instance, schema)`` is a small checker for the subset of
-JSON Schema used here (type, properties, required, additionalProperties, items, enum, minimum),
-so tests and end-to-end runs can validate output without a ``jsonschema`` dependency.
+on security evidence that no model confirmed). ``below_threshold`` lists the findings under the
+confidence threshold, each flagged ``"below_threshold": true`` (not published, not counted toward the
+verdict); ``suspected_injections`` the passages that look like instructions to the reviewer.
+``schema_errors(instance, schema)`` is a small checker for the subset of JSON Schema used here
+(type, properties, required, additionalProperties, items, enum, minimum), so tests and end-to-end
+runs can validate output without a ``jsonschema`` dependency.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "break_glass": review.break_glass,
         "dropped_findings": dict(sorted(review.dropped_findings.items())),
         "notes": list(review.notes),
+        "below_threshold": [{**_finding(f), "below_threshold": True} for f in review.below_threshold],
+        "suspected_injections": [i.model_dump() for i in review.suspected_injections],
     }
 
 
@@ -87,6 +92,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "estimated_cost_usd": plan.estimated_cost_usd,
         "coordinator_model": plan.coordinator_model,
         "model_problems": dict(sorted(plan.model_problems.items())),
+        **({"refusal": plan.refusal} if plan.refusal is not None else {}),
     }
 
 
@@ -157,6 +163,11 @@ _FINDING_SCHEMA = _object(
     },
     optional=("suggestion", "withholds_approval"),
 )
+_BELOW_THRESHOLD_SCHEMA = _object(
+    {**_FINDING_SCHEMA["properties"], "below_threshold": {"type": "boolean", "enum": [True]}},
+    optional=("suggestion", "withholds_approval"),
+)
+_INJECTION_SCHEMA = _object({"source": _STR, "place": _STR, "rule": _STR, "excerpt": _STR})
 _SKIPPED_SCHEMA = _object({"path": _STR, "reason": _STR})
 
 REVIEW_JSON_SCHEMA: dict[str, Any] = {
@@ -179,6 +190,8 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "break_glass": {"type": "boolean"},
             "dropped_findings": {"type": "object", "additionalProperties": _NON_NEG_INT},
             "notes": {"type": "array", "items": _STR},
+            "below_threshold": {"type": "array", "items": _BELOW_THRESHOLD_SCHEMA},
+            "suspected_injections": {"type": "array", "items": _INJECTION_SCHEMA},
         }
     ),
 }
@@ -198,7 +211,9 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "estimated_cost_usd": _NON_NEG_NUM,
             "coordinator_model": _STR,
             "model_problems": {"type": "object", "additionalProperties": _STR},
-        }
+            "refusal": _STR,
+        },
+        optional=("refusal",),
     ),
 }
 

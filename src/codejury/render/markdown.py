@@ -18,6 +18,8 @@ from codejury.render import (
     format_tokens,
     grounds,
     group_by_section,
+    injection_note,
+    injection_places,
     location,
     one_line,
 )
@@ -84,6 +86,10 @@ def _failed(review: Review) -> list[ReviewerReport]:
     return reports
 
 
+def _details(title: str, items: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{title}</summary>", "", *items, "", "</details>", ""] if items else []
+
+
 def _skipped(skipped: list[SkippedFile], *, open_: bool = False) -> list[str]:
     if not skipped:
         return []
@@ -127,7 +133,13 @@ def render_review_markdown(review: Review) -> str:
             "",
         ]
     unreviewed = review.verdict == "not_reviewed"
-    if unreviewed:
+    if unreviewed and review.refused is not None:
+        lines += [
+            "> **Not reviewed:** no model was called for this change (the reason is above), so it has no "
+            "findings and is not approved. A human should review it.",
+            "",
+        ]
+    elif unreviewed:
         lines += [
             "> **Not reviewed:** no model looked at this change (see the skipped files below), so it has no "
             "findings and is not approved. A human should review it.",
@@ -153,6 +165,8 @@ def render_review_markdown(review: Review) -> str:
         lines += [f"{_plural(total, 'finding')} dropped ({parts}).", ""]
     if review.notes:
         lines += ["### Notes", "", *[f"- {one_line(n)}" for n in review.notes], ""]
+    if (injected := injection_note(review)) is not None:
+        lines += [injected, "", *_details("Where", [f"- {code_span(p)}" for p in injection_places(review)])]
     if review.cut_files:
         shown = ", ".join(code_span(p) for p in review.cut_files[:20])
         more = f" and {len(review.cut_files) - 20} more" if len(review.cut_files) > 20 else ""
@@ -187,6 +201,8 @@ def render_plan_markdown(plan: Plan) -> str:
     if plan.model_problems:
         lines += ["**Cannot run here:**", ""]
         lines += [f"- {code_span(m)}: {one_line(why)}" for m, why in sorted(plan.model_problems.items())] + [""]
+    if plan.refusal is not None:
+        lines += [f"**Would be refused now:** {one_line(plan.refusal)}; no model would be called.", ""]
     if not plan.reviewers:
         lines += [
             "**Nothing to review:** no reviewer would run (every changed file is skipped, or no reviewer is "

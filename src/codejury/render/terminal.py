@@ -22,6 +22,8 @@ from codejury.render import (
     format_duration,
     format_tokens,
     group_by_section,
+    injection_note,
+    injection_places,
     location,
     one_line,
 )
@@ -90,7 +92,14 @@ def render_review_terminal(review: Review, console: Console) -> None:
             )
         )
     unreviewed = review.verdict == "not_reviewed"
-    if unreviewed:
+    if unreviewed and review.refused is not None:
+        header.append(
+            Text(
+                "Not reviewed: no model was called for this change (the reason is above); nothing is approved.",
+                "yellow",
+            )
+        )
+    elif unreviewed:
         header.append(
             Text(
                 "Not reviewed: no model looked at this change (skipped files below); nothing is approved. "
@@ -120,6 +129,10 @@ def render_review_terminal(review: Review, console: Console) -> None:
     if review.dropped_findings:
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         console.print(Text(f"Dropped findings: {parts}", style="dim"))
+    if (injected := injection_note(review)) is not None:
+        console.print(Text(injected, style="yellow"))
+        for place in injection_places(review):
+            console.print(Text(f"  {place}", style="dim"))
     for s in review.skipped_files:
         console.print(Text.assemble(("Skipped ", "dim"), one_line(s.path), ("  " + one_line(s.reason), "dim")))
     reports = [*review.reviewers, *([review.coordinator] if review.coordinator is not None else [])]
@@ -148,6 +161,8 @@ def render_plan_terminal(plan: Plan, console: Console) -> None:
     console.print(Text.assemble(("Coordinator: ", "bold"), one_line(plan.coordinator_model)))
     for model, why in sorted(plan.model_problems.items()):
         console.print(Text.assemble(("Cannot run here: ", "bold red"), one_line(model), ("  " + one_line(why), "red")))
+    if plan.refusal is not None:
+        console.print(Text(f"Would be refused now: {one_line(plan.refusal)}; no model would be called.", "yellow"))
     if not plan.reviewers:
         console.print(
             Text(

@@ -13,7 +13,8 @@ Routes:
   milliseconds;
 - ``POST /api/ingest``: a ``ReviewRecord`` from a CI job's recorder (``Authorization: Bearer``
   ``CODEJURY_INGEST_TOKEN``, constant-time; 404 when no token is configured), written to the store;
-- ``GET /metrics`` (Prometheus: the reviews this process ran, and deliveries by outcome),
+- ``GET /metrics`` (Prometheus: the reviews and job failures of this process, deliveries by outcome, the
+  queue's depth and oldest waiting job, read on each scrape within a bound, and build info),
   ``GET /healthz`` (the process answers), ``GET /readyz`` (the queue and the store answer: 503
   with the reasons otherwise);
 - ``GET /dashboard`` and ``GET /dashboard/reviews/{uid}``: the ``codejury dashboard`` page of the
@@ -65,6 +66,7 @@ from codejury.service.webhooks import (
     refused_url,
 )
 from codejury.telemetry.metrics import ReviewMetrics, render_metrics
+from codejury.telemetry.service_metrics import QueueDepth, QueueMetrics
 
 MAX_WEBHOOK_BYTES = 1_000_000
 """GitHub caps payloads at 25 MB, but a pull-request event is a few tens of kB: a megabyte is plenty."""
@@ -83,6 +85,8 @@ class ReviewQueue(Protocol):
     async def submit(self, request: ReviewRequest) -> str: ...
 
     async def ready(self) -> bool: ...
+
+    async def depth(self) -> QueueDepth: ...
 
 
 class _TooLarge(CodejuryError):
@@ -114,9 +118,13 @@ class ServiceState:
     intake: Intake | None = None
     """How a delivery is claimed and queued (``service.intake``); default: ``intake_for`` the queue."""
     webhook_outcomes: Counter = field(init=False)
+    queue_metrics: QueueMetrics = field(init=False)
+    """The queue's depth and oldest waiting job, read on each ``/metrics`` request."""
 
     def __post_init__(self) -> None:
         self.taking: Intake = self.intake or intake_for(self.deliveries, self.queue)
+        self.queue_metrics = QueueMetrics(self.queue.depth)
+        self.metrics.registry.register(self.queue_metrics)
         self.webhook_outcomes = Counter(
             "codejury_webhook_deliveries",
             "Webhook deliveries by forge and outcome (queued, coalesced, duplicate, skipped, unauthorized...).",
@@ -250,6 +258,7 @@ def _routes(state: ServiceState) -> list[BaseRoute]:
         return JSONResponse({"stored": stored, "uid": record.uid})
 
     async def metrics(request: Request) -> Response:
+        await state.queue_metrics.refresh()  # bounded, off the loop: the exposition below only reads it
         body, content_type = render_metrics(state.metrics.registry, request.headers.get("accept", ""))
         return Response(body, media_type=content_type)
 

@@ -6,7 +6,9 @@ queue in one SQLite file, reviews run by ``--concurrency`` tasks of that process
 database too (unless ``CODEJURY_RECORD_URL`` names another), and ``codejury worker`` processes,
 on any machine that reaches the database, run the reviews.
 
-``build_service`` assembles the app for both the command and the tests.
+``build_service`` assembles the app for both the command and the tests. Both commands log through
+``codejury.service.logs.ServiceLog`` (``--log-format text|json``); ``serve`` serves its metrics on
+``/metrics``, a worker on ``--metrics-port`` (``codejury.telemetry.service_metrics``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,7 +29,12 @@ from codejury.service.dashboard_env import DASHBOARD_TOKEN_ENV as DASHBOARD_TOKE
 from codejury.service.dashboard_env import DASHBOARD_USER_HEADER_ENV as DASHBOARD_USER_HEADER_ENV
 
 DATABASE_ENV = "CODEJURY_DATABASE_URL"
+METRICS_PORT_ENV = "CODEJURY_METRICS_PORT"
+METRICS_HOST_ENV = "CODEJURY_METRICS_HOST"
 INGEST_TOKEN_ENV = "CODEJURY_INGEST_TOKEN"
+if TYPE_CHECKING:
+    from codejury.service.logs import LogFormat
+
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _BROWSER_HEADERS = frozenset(
     ("accept", "accept-encoding", "accept-language", "authorization", "cache-control", "connection", "cookie",
@@ -99,7 +106,9 @@ def _tables_engine(tables: Any) -> Any:
         raise ConfigError(f"cannot open the service's database {tables.shown}: {describe(exc)}") from exc
 
 
-def _job_runner(opts: ServiceOptions, record_url: str | None, metrics: Any, say: Callable[[str], None]) -> Any:
+def _job_runner(
+    opts: ServiceOptions, record_url: str | None, metrics: Any, job_metrics: Any, say: Callable[[str], None]
+) -> Any:
     from codejury.service.github_app import tokens_from_env
     from codejury.service.jobs import JobRunner, ReviewSetup
 
@@ -112,7 +121,9 @@ def _job_runner(opts: ServiceOptions, record_url: str | None, metrics: Any, say:
         max_inline=opts.max_inline,
         record_url=record_url,
     )
-    return JobRunner(setup, opts.env, app_tokens=tokens_from_env(opts.env), metrics=metrics, say=say)
+    return JobRunner(
+        setup, opts.env, app_tokens=tokens_from_env(opts.env), metrics=metrics, job_metrics=job_metrics, say=say
+    )
 
 
 def _user_header(name: str) -> str:
@@ -134,11 +145,14 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
     from codejury.service.local_queue import LocalQueue
     from codejury.service.webhooks import GITHUB_SECRET_ENV, GITLAB_TOKEN_ENV
     from codejury.telemetry.metrics import ReviewMetrics
+    from codejury.telemetry.service_metrics import JobMetrics, add_build_info
 
     user_header = _user_header(opts.dashboard_user_header)
     target, tables = _store_and_queue_targets(opts)
     metrics = ReviewMetrics()
-    runner = _job_runner(opts, None if target.kind == "none" else target.url, metrics, say)
+    add_build_info(metrics.registry)
+    job_metrics = None if opts.database else JobMetrics(metrics.registry)  # with a database, workers run the jobs
+    runner = _job_runner(opts, None if target.kind == "none" else target.url, metrics, job_metrics, say)
     engine = _tables_engine(tables)
     store = None if target.kind == "none" else Store(target)
     queue: Any
@@ -195,31 +209,52 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
     return app
 
 
-async def run_worker(opts: ServiceOptions, *, heartbeat_s: float, stalled_after_s: float) -> None:
-    """``codejury worker``: run review jobs from the database's queue until stopped."""
+async def run_worker(
+    opts: ServiceOptions,
+    *,
+    heartbeat_s: float,
+    stalled_after_s: float,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
+    say: Callable[[str], None] = _say,
+) -> None:
+    """``codejury worker``: run review jobs from the database's queue until stopped; with ``metrics_port``,
+    serve the reviews it ran on ``http://metrics_host:metrics_port/metrics`` (0: a free port, logged)."""
     from codejury.service import pg_queue
     from codejury.telemetry.metrics import ReviewMetrics
+    from codejury.telemetry.service_metrics import JobMetrics, MetricsServer, add_build_info
 
     if not opts.database:
         raise ConfigError(f"codejury worker needs --database postgresql://… (or {DATABASE_ENV})")
     target, _ = _store_and_queue_targets(opts)
-    runner = _job_runner(opts, None if target.kind == "none" else target.url, ReviewMetrics(), _say)
+    metrics = ReviewMetrics()
+    add_build_info(metrics.registry)
+    runner = _job_runner(
+        opts, None if target.kind == "none" else target.url, metrics, JobMetrics(metrics.registry), say
+    )
     await pg_queue.apply_schema(opts.database)
     app = pg_queue.make_app(opts.database)
     runner.submit = pg_queue.PostgresQueue(app).submit  # chat commands queue reviews
-    async with app.open_async():
-        _say(f"worker ready: reviewing jobs from {target.shown if target.kind == 'postgresql' else 'the database'}")
-        try:
-            await pg_queue.run_worker(
-                app,
-                runner.run,
-                concurrency=opts.concurrency,
-                heartbeat_s=heartbeat_s,
-                stalled_after_s=stalled_after_s,
-                say=_say,
-            )
-        finally:
-            await runner.close()  # the review loop, and the SDK clients of its models
+    server = None if metrics_port is None else MetricsServer.start(metrics.registry, metrics_host, metrics_port)
+    try:
+        if server is not None:
+            say(f"metrics on {server.url}")
+        async with app.open_async():
+            say(f"worker ready: reviewing jobs from {target.shown if target.kind == 'postgresql' else 'the database'}")
+            try:
+                await pg_queue.run_worker(
+                    app,
+                    runner.run,
+                    concurrency=opts.concurrency,
+                    heartbeat_s=heartbeat_s,
+                    stalled_after_s=stalled_after_s,
+                    say=say,
+                )
+            finally:
+                await runner.close()  # the review loop, and the SDK clients of its models
+    finally:
+        if server is not None:
+            server.close()
 
 
 def _review_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -261,6 +296,21 @@ def _review_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _log_format(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--log-format text|json``, for serve and worker."""
+    from codejury.service.logs import LOG_FORMAT_ENV, LOG_FORMATS
+
+    return click.option(
+        "--log-format",
+        type=click.Choice(LOG_FORMATS),
+        default="text",
+        show_default=True,
+        envvar=LOG_FORMAT_ENV,
+        help="Log lines on stderr: text, or json (one object per line: time, level, message, the job's key "
+        f"where known; secrets scrubbed either way; env {LOG_FORMAT_ENV}).",
+    )(func)
 
 
 def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
@@ -305,26 +355,39 @@ def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
     help=f"Open /dashboard to anyone who reaches the service (env {DASHBOARD_PUBLIC_ENV}=1).",
 )
 @_review_options
-def serve_command(host: str, port: int, **flags: Any) -> None:
+@_log_format
+def serve_command(host: str, port: int, log_format: LogFormat, **flags: Any) -> None:
     """Run the review service: GitHub/GitLab webhooks, the CI ingest endpoint, /metrics, /healthz, /readyz, /dashboard.
 
     Webhook secrets: CODEJURY_GITHUB_WEBHOOK_SECRET, CODEJURY_GITLAB_WEBHOOK_TOKEN (a forge without one
     gets no route); ingest token: CODEJURY_INGEST_TOKEN; dashboard token: CODEJURY_DASHBOARD_TOKEN (or
     --dashboard-user-header, --dashboard-public: otherwise /dashboard answers 401); forge tokens:
     CODEJURY_GITLAB_TOKEN, a GitHub App (CODEJURY_GITHUB_APP_ID and CODEJURY_GITHUB_APP_PRIVATE_KEY[_FILE])
-    or CODEJURY_GITHUB_TOKEN. See docs/service.md.
+    or CODEJURY_GITHUB_TOKEN. /metrics: the reviews and job failures of this process, webhook deliveries,
+    the queue's depth and oldest waiting job, build info. See docs/service.md.
     """
     import uvicorn
 
+    from codejury.service.logs import ServiceLog
+
+    log = ServiceLog(log_format)
     try:
-        app = build_service(_options(flags, default_concurrency=2))
+        app = build_service(_options(flags, default_concurrency=2), say=log)
     except ConfigError as exc:
-        _say(str(exc))
+        log(str(exc))
         raise SystemExit(2) from None
     from codejury.service.review_loop import freeze_start_up_heap
 
     freeze_start_up_heap()  # no 200 ms collector pauses under the webhook loop once reviews ran
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="info", access_log=False)
+    if log_format == "json":
+        log.install()  # uvicorn's lines too, as JSON
+    from uvicorn.config import LOGGING_CONFIG
+
+    # JSON: no handlers of uvicorn's own, so its records reach the JSON log
+    log_config = None if log_format == "json" else LOGGING_CONFIG
+    config = uvicorn.Config(
+        app, host=host, port=port, lifespan="on", log_level="info", access_log=False, log_config=log_config
+    )
     server = uvicorn.Server(config)
     server.run()
     if not server.started:
@@ -349,15 +412,53 @@ def serve_command(host: str, port: int, **flags: Any) -> None:
     metavar="SECONDS",
     help="A job whose worker was silent this long (killed, machine lost) is queued again.",
 )
-def worker_command(heartbeat: float, stalled_after: float, **flags: Any) -> None:
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    envvar=METRICS_PORT_ENV,
+    metavar="PORT",
+    help="Serve this worker's Prometheus metrics (the reviews and job failures it ran, build info) on "
+    f"http://HOST:PORT/metrics; 0 picks a free port, logged (env {METRICS_PORT_ENV}). One port per worker process.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar=METRICS_HOST_ENV,
+    metavar="HOST",
+    help=f"Address the metrics port listens on (0.0.0.0: every one; env {METRICS_HOST_ENV}).",
+)
+@_log_format
+def worker_command(
+    heartbeat: float,
+    stalled_after: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: LogFormat,
+    **flags: Any,
+) -> None:
     """Run queued reviews from the PostgreSQL job queue of `codejury serve --database` (start any number)."""
     import asyncio
 
+    from codejury.service.logs import ServiceLog
+
+    log = ServiceLog(log_format)
+    if log_format == "json":
+        log.install()  # Procrastinate's warnings too, as JSON
     try:
         opts = _options(flags, default_concurrency=1)
-        asyncio.run(run_worker(opts, heartbeat_s=heartbeat, stalled_after_s=stalled_after))
+        asyncio.run(
+            run_worker(
+                opts,
+                heartbeat_s=heartbeat,
+                stalled_after_s=stalled_after,
+                metrics_port=metrics_port,
+                metrics_host=metrics_host,
+                say=log,
+            )
+        )
     except ConfigError as exc:
-        _say(str(exc))
+        log(str(exc))
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

@@ -16,7 +16,10 @@ written into the PostgreSQL queue by anyone, never sends a token to another host
 Outcomes: ``ForgeUnavailable`` (429, 5xx, network, after the client's own retries) propagates,
 so the queue retries the job later with backoff; a review that failed (no reviewer succeeded:
 the failure note is posted) or a refusal (bad token, a merge request with no changes) ends the
-job, logged in one line; anything else is a bug and propagates too.
+job, logged in one line; anything else is a bug and propagates too. Each job that does not end
+in a published review is counted by reason class in ``codejury_review_job_failures_total``
+(``codejury.telemetry.service_metrics``), in the process that ran it; the lines a job writes carry
+its key (``codejury.service.logs.job_context``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 from codejury.errors import CodejuryError, InternalError, ReviewFailed
 from codejury.forges.errors import ForgeUnavailable
 from codejury.forges.hosts import forge_hosts
+from codejury.service.logs import job_context
 from codejury.service.review_loop import ReviewLoop
 from codejury.service.webhooks import ReviewRequest, refused_url
 
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from codejury.plugins import Plugins
     from codejury.service.github_app import GitHubAppTokens
     from codejury.telemetry.metrics import ReviewMetrics
+    from codejury.telemetry.service_metrics import FailureReason, JobMetrics
 
 RECORD_URL_ENV = "CODEJURY_RECORD_URL"
 GITHUB_TOKEN_ENV = "CODEJURY_GITHUB_TOKEN"
@@ -68,12 +73,14 @@ class JobRunner:
         *,
         app_tokens: GitHubAppTokens | None = None,
         metrics: ReviewMetrics | None = None,
+        job_metrics: JobMetrics | None = None,
         say: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.setup = setup
         self.env = dict(env)
         self.app_tokens = app_tokens
         self.metrics = metrics
+        self.job_metrics = job_metrics
         self.say = say
         self.hosts = forge_hosts(self.env)
         """The configured forges (``ConfigError`` at start-up for a malformed setting)."""
@@ -105,7 +112,18 @@ class JobRunner:
         loop; returns a one-line outcome for the log."""
         refused = refused_url(request, self.hosts)
         if refused is not None:
+            self._failed("refused")
             return f"refused, nothing fetched: {refused}"
+        try:
+            return await self._run_here(request)
+        except ForgeUnavailable:
+            self._failed("forge_unavailable")
+            raise
+        except Exception:
+            self._failed("error")
+            raise
+
+    async def _run_here(self, request: ReviewRequest) -> str:
         home = asyncio.get_running_loop()
         env = await self.job_env(request)  # here: the App's tokens and their locks belong to this loop
         submit = self.submit
@@ -125,7 +143,15 @@ class JobRunner:
 
         await self.reviews.close(close_cached_models)
 
+    def _failed(self, reason: FailureReason) -> None:
+        if self.job_metrics is not None:
+            self.job_metrics.failed(reason)
+
     async def _run(self, request: ReviewRequest, env: dict[str, str], submit: Submit | None) -> str:
+        with job_context(request.key):  # on the review loop: its lines carry the job's key too
+            return await self._review(request, env, submit)
+
+    async def _review(self, request: ReviewRequest, env: dict[str, str], submit: Submit | None) -> str:
         if request.chat is not None:
             from codejury.service.chat_jobs import run_chat
 
@@ -134,6 +160,7 @@ class JobRunner:
             except (ForgeUnavailable, InternalError):
                 raise
             except CodejuryError as exc:
+                self._failed("not_reviewed")
                 return f"chat command not carried out: {exc}"
         from codejury import session
 
@@ -150,13 +177,20 @@ class JobRunner:
                 publish=True, max_inline=self.setup.max_inline,
             )  # fmt: skip
             try:
-                outcome = await session.review(env, flags, self.plugins(), recorders=recorders)
+                outcome = await session.review(
+                    env, flags, self.plugins(), warn=self.say, progress=self.say, recorders=recorders
+                )  # the review's lines go to the service's log, with the job's key
             except ForgeUnavailable:
                 raise
             except ReviewFailed as exc:
+                self._failed("review_failed")
                 return f"review failed, failure note posted: {exc}"
             except InternalError:
                 raise
             except CodejuryError as exc:
+                self._failed("not_reviewed")
                 return f"not reviewed: {exc}"
+        refused = getattr(outcome.result, "refused", None)
+        if refused is not None:  # a daily cap or the kill switch: no model called, published as not reviewed
+            return f"not reviewed, published as such: {refused}"
         return "reviewed and published" + (" (it blocks the merge)" if outcome.blocks else "")

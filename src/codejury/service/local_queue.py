@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from sqlalchemy import Connection, Engine, and_, exists, select, update
+from sqlalchemy import Connection, Engine, and_, exists, func, select, update
 from sqlalchemy.orm import aliased
 
 from codejury.forges.errors import ForgeUnavailable
+from codejury.service.logs import job_context
 from codejury.service.tables import in_db_thread, jobs, utcnow
 from codejury.service.webhooks import ReviewRequest
+from codejury.telemetry.service_metrics import QueueDepth
 
 Outcome = Literal["queued", "coalesced"]
 RunJob = Callable[[ReviewRequest], Awaitable[str]]
@@ -120,6 +122,23 @@ class LocalQueue:
 
         return await in_db_thread(self.engine, count)
 
+    async def depth(self) -> QueueDepth:
+        """Jobs waiting and running, and how long the oldest due waiting job has waited (for ``/metrics``)."""
+
+        def read() -> QueueDepth:
+            now = utcnow()
+            active = jobs.c.state.in_(("waiting", "running"))
+            with self.engine.connect() as conn:
+                counts: dict[str, int] = dict(
+                    conn.execute(select(jobs.c.state, func.count()).where(active).group_by(jobs.c.state)).all()
+                )
+                due = and_(jobs.c.state == "waiting", jobs.c.run_after <= now)
+                oldest = conn.execute(select(func.min(jobs.c.run_after)).where(due)).scalar()
+            age = max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
+            return QueueDepth(counts.get("waiting", 0), counts.get("running", 0), age)
+
+        return await in_db_thread(self.engine, read)
+
     # -- running -----------------------------------------------------------------------------------
     async def start(self) -> None:
         """Queue again what was running when the process last stopped, then start the runners."""
@@ -204,6 +223,10 @@ class LocalQueue:
             self._wake.set()  # a job of the same merge request may be waiting for this one
 
     async def _run(self, job: Claimed) -> None:
+        with job_context(job.request.key):  # the job's lines carry its key
+            await self._run_job(job)
+
+    async def _run_job(self, job: Claimed) -> None:
         key = job.request.key
         try:
             outcome = await self.run_job(job.request)

@@ -26,7 +26,9 @@ from procrastinate.schema import SchemaManager
 
 from codejury.errors import ConfigError
 from codejury.forges.errors import ForgeUnavailable
+from codejury.service.logs import job_context
 from codejury.service.webhooks import ReviewRequest
+from codejury.telemetry.service_metrics import QueueDepth
 
 Outcome = Literal["queued", "coalesced"]
 RunJob = Callable[[ReviewRequest], Awaitable[str]]
@@ -35,6 +37,21 @@ QUEUE = "reviews"
 MAX_ATTEMPTS = 5
 _SCHEMA_LOCK = 0x636A7572  # "cjur": one process applies the schema at a time
 _RUNNER = "codejury_runner"
+_DEPTH_QUERY = """
+SELECT count(*) FILTER (WHERE j.status = 'todo') AS waiting,
+       count(*) FILTER (WHERE j.status = 'doing') AS running,
+       coalesce(extract(epoch FROM now() - min(d.since) FILTER (WHERE j.status = 'todo' AND d.since <= now())),
+                0)::float AS oldest_waiting_s
+FROM procrastinate_jobs j
+CROSS JOIN LATERAL (
+    SELECT coalesce(j.scheduled_at,
+                    (SELECT min(e.at) FROM procrastinate_events e WHERE e.job_id = j.id AND e.type = 'deferred'),
+                    now()) AS since
+) d
+WHERE j.queue_name = %(queue)s AND j.status IN ('todo', 'doing')
+"""
+"""Waiting (``todo``) and running (``doing``) review jobs, and the age of the oldest due waiting one: since
+its retry was due (``scheduled_at``), else since it was deferred."""
 
 
 def conninfo(url: str) -> str:
@@ -103,6 +120,11 @@ class PostgresQueue:
         except Exception:
             return False
 
+    async def depth(self) -> QueueDepth:
+        """Jobs waiting and running, and how long the oldest due waiting job has waited (for ``/metrics``)."""
+        row = await self.app.connector.execute_query_one_async(_DEPTH_QUERY, queue=QUEUE)
+        return QueueDepth(int(row["waiting"]), int(row["running"]), max(0.0, float(row["oldest_waiting_s"])))
+
 
 async def requeue_stalled(app: procrastinate.App, *, after_s: float, say: Callable[[str], None]) -> int:
     """Queue again the jobs of workers silent for ``after_s`` seconds; returns how many were handled."""
@@ -139,8 +161,9 @@ async def run_worker(
                 say(f"could not look for stalled reviews: {type(exc).__name__}")
 
     async def run_and_log(request: ReviewRequest) -> str:
-        outcome = await run_job(request)
-        say(f"{request.key}: {outcome}")  # as the embedded queue logs each job
+        with job_context(request.key):  # the job's lines carry its key
+            outcome = await run_job(request)
+            say(f"{request.key}: {outcome}")  # as the embedded queue logs each job
         return outcome
 
     sweeper = asyncio.create_task(sweep(), name="codejury-stalled-sweep")

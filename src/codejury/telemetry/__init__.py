@@ -1,5 +1,8 @@
-"""Observing reviews: Prometheus metrics (``metrics``) and OpenTelemetry traces (``tracing``).
+"""Observing reviews: Prometheus metrics and OpenTelemetry traces (``tracing``).
 
-Both are off unless configured, and neither can fail or hold up a review: an export that goes
-wrong costs one warning line and at most ``metrics.EXPORT_TIMEOUT_S`` / ``tracing.FLUSH_TIMEOUT_S``.
+Metrics: counters for the processes that live across reviews (``metrics``: ``codejury serve``,
+``codejury worker``, with the queue's and the jobs' in ``service_metrics``), and the last run's
+gauges for a one-shot ``codejury review`` (``last_run``). Both exports are off unless configured,
+and neither can fail or hold up a review: an export that goes wrong costs one warning line and at
+most ``last_run.EXPORT_TIMEOUT_S`` / ``tracing.FLUSH_TIMEOUT_S``.
 """

@@ -1,15 +1,15 @@
-"""Prometheus metrics of finished reviews: counted per run, pushed, written or served.
+"""Prometheus counters of finished reviews, for the processes that live across reviews.
 
 ``ReviewMetrics`` owns its metric families in its own ``CollectorRegistry``, never the process's
-default one, so a review's numbers never mix with another run's or another library's: the CLI
-makes one per review (``--metrics-push`` to a Pushgateway, ``--metrics-textfile`` for
-node-exporter's textfile collector), a long-running review service keeps one per process and
-serves it with ``render_metrics`` on ``/metrics``.
+default one, so its numbers never mix with another library's. A long-running process keeps one:
+``codejury serve`` serves it with ``render_metrics`` on ``/metrics``, ``codejury worker`` on its
+``--metrics-port``; counted across every review the process runs, ``rate()`` and ``increase()``
+over them mean what they say. A one-shot ``codejury review`` exports the last run's gauges
+instead (``codejury.telemetry.last_run``).
 
 ``MetricsRecorder`` is a recorder (``codejury.record.recorders.Recorder``): the record stage hands
-it each finished review with its events; it counts them and, when targets are set, exports. An
-export never fails or holds up a review: each target gets at most ``EXPORT_TIMEOUT_S`` (within
-the record stage's 2 s bound), and a failure is one warning line.
+it each finished review with its events, and it counts them; a review it cannot count is one
+warning line, never a failed review.
 
 Metrics (counters carry Prometheus's ``_total`` suffix in the exposition):
 
@@ -23,29 +23,22 @@ Metrics (counters carry Prometheus's ``_total`` suffix in the exposition):
 - ``codejury_failbacks_total{from_model, to_model}``;
 - ``codejury_breaker_state{model, codejury_breaker_state}``: 1 for the model's current circuit
   breaker state (closed, half_open, open), as last seen by a review;
-- ``codejury_context_warnings_total{agent}``: prompts past half the model's context window.
+- ``codejury_context_warnings_total{agent}``: prompts past half the model's context window;
+- ``codejury_injection_suspected_total{source, rule}``: passages of untrusted text that look like
+  instructions to the reviewer (``codejury.guardrails``).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-import urllib.error
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client import CollectorRegistry, Counter, Enum, Histogram
-from prometheus_client.exposition import basic_auth_handler, choose_encoder, push_to_gateway, write_to_textfile
+from prometheus_client.exposition import choose_encoder
 from pydantic import BaseModel
 
 from codejury.findings import Review
 
-EXPORT_TIMEOUT_S = 1.8
-"""Each export target's bound: inside the record stage's 2 s per recorder."""
-PUSH_JOB = "codejury"
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 BREAKER_STATES = ["closed", "half_open", "open"]
 DURATION_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
@@ -103,6 +96,12 @@ class ReviewMetrics:
             ["agent"],
             registry=r,
         )
+        self.injections = Counter(
+            "codejury_injection_suspected",
+            "Passages of untrusted text that look like instructions to the reviewer, by source and rule.",
+            ["source", "rule"],
+            registry=r,
+        )
 
     def observe(self, review: Review, events: Sequence[Mapping[str, Any]] = ()) -> None:
         """Count one finished review and the events of its run."""
@@ -138,6 +137,8 @@ class ReviewMetrics:
                 states[str(event.get("model"))] = str(event["to_state"])
             elif what == "context_warning":
                 self.context_warnings.labels(str(event.get("agent"))).inc()
+            elif what == "injection_suspected":
+                self.injections.labels(str(event.get("source")), str(event.get("rule"))).inc()
         for model in answered - states.keys():  # it answered and its breaker did not move: closed
             states[model] = "closed"
         for model, state in states.items():
@@ -150,58 +151,12 @@ def render_metrics(registry: CollectorRegistry, accept: str = "") -> tuple[bytes
     return encode(registry), content_type
 
 
-def shown_url(url: str) -> str:
-    """``url`` as a warning may show it: no credentials, no query."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        if parts.port is not None:
-            netloc += f":{parts.port}"
-    except ValueError:
-        return "(an invalid URL)"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def push_metrics(
-    registry: CollectorRegistry, url: str, *, repository: str = "", timeout_s: float = EXPORT_TIMEOUT_S
-) -> None:
-    """PUT the registry to the Pushgateway at ``url`` as job ``codejury``, grouped by repository.
-
-    Credentials in the URL (``https://user:pass@host``) are sent as HTTP basic auth, not in the path.
-    """
-    parts = urlsplit(url)
-    handler: Callable[..., Callable[[], None]] | None = None
-    if parts.username is not None:
-        handler = partial(basic_auth_handler, username=parts.username, password=parts.password or "")
-        url = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, ""))
-    grouping = {"repository": repository} if repository else None
-    kwargs: dict[str, Any] = {"handler": handler} if handler is not None else {}
-    push_to_gateway(url, job=PUSH_JOB, registry=registry, grouping_key=grouping, timeout=timeout_s, **kwargs)
-
-
-def write_metrics_textfile(registry: CollectorRegistry, path: Path) -> None:
-    """Write the registry for node-exporter's textfile collector, atomically (a temporary file, then rename)."""
-    write_to_textfile(str(path), registry)
-
-
 class MetricsRecorder:
-    """Counts each recorded review into ``metrics``; then pushes and writes it where asked."""
+    """Counts each recorded review into ``metrics`` (a long-running process's, served on its ``/metrics``)."""
 
-    def __init__(
-        self,
-        metrics: ReviewMetrics | None = None,
-        *,
-        push_url: str | None = None,
-        textfile: Path | None = None,
-        warn: Callable[[str], None] = lambda line: None,
-        timeout_s: float = EXPORT_TIMEOUT_S,
-    ) -> None:
-        self.metrics = metrics if metrics is not None else ReviewMetrics()
-        self.push_url = push_url
-        self.textfile = textfile
+    def __init__(self, metrics: ReviewMetrics, *, warn: Callable[[str], None] = lambda line: None) -> None:
+        self.metrics = metrics
         self.warn = warn
-        self.timeout_s = timeout_s
 
     def record(self, review: BaseModel, events: Sequence[Mapping[str, Any]]) -> None:
         if not isinstance(review, Review):
@@ -210,66 +165,6 @@ class MetricsRecorder:
             self.metrics.observe(review, events)
         except Exception as exc:  # a metric must never fail the review it counts
             self.warn(f"metrics: could not count the review: {type(exc).__name__}: {exc}")
-            return
-        self.export(_repository(events))
-
-    def export(self, repository: str = "") -> None:
-        """Write and push to the targets concurrently, each bounded; one warning line per failed target."""
-        registry = self.metrics.registry
-        jobs: list[tuple[str, Callable[[], None]]] = []
-        if self.textfile is not None:
-            jobs.append(
-                (
-                    f"could not write the metrics textfile {self.textfile}",
-                    partial(write_metrics_textfile, registry, self.textfile),
-                )
-            )
-        if self.push_url is not None:
-            push = partial(push_metrics, registry, self.push_url, repository=repository, timeout_s=self.timeout_s)
-            jobs.append((f"could not push to the Pushgateway at {shown_url(self.push_url)}", push))
-        for what, problem in zip((w for w, _ in jobs), _bounded([job for _, job in jobs], self.timeout_s), strict=True):
-            if problem is not None:
-                self.warn(f"metrics: {what}: {problem} (the review is not affected)")
 
     def close(self) -> None:
         """Nothing is held open between records."""
-
-
-def _repository(events: Sequence[Mapping[str, Any]]) -> str:
-    """The repository the run's ``change`` event names, else ''."""
-    for event in events:
-        if event.get("type") == "change" and isinstance(event.get("repository"), str) and event["repository"]:
-            return str(event["repository"])
-    return ""
-
-
-def _bounded(jobs: Sequence[Callable[[], None]], timeout_s: float) -> list[str | None]:
-    """Run each job in a daemon thread; its problem (one line), 'no answer …' past ``timeout_s``, or None."""
-    results: list[str | None] = [None] * len(jobs)
-    done = [False] * len(jobs)
-
-    def run(i: int) -> None:
-        try:
-            jobs[i]()
-        except Exception as exc:
-            results[i] = _describe(exc)
-        done[i] = True
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True, name="codejury-metrics") for i in range(len(jobs))]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + timeout_s  # the jobs run side by side: one shared bound
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    return [results[i] if done[i] else f"no answer within {timeout_s:g} s" for i in range(len(jobs))]
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"HTTP {exc.code} {exc.reason}"
-    if isinstance(exc, urllib.error.URLError):
-        reason = exc.reason
-        return reason.strerror or str(reason) if isinstance(reason, OSError) else str(reason)
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return f"{type(exc).__name__}: {exc}"

@@ -16,7 +16,7 @@ from codejury.cli_io import check_writable
 from codejury.errors import InputError
 
 if TYPE_CHECKING:
-    from codejury.telemetry.metrics import MetricsRecorder
+    from codejury.telemetry.last_run import LastRunRecorder
 
 
 def check_metrics_flags(push_url: str | None, textfile: Path | None) -> None:
@@ -35,10 +35,11 @@ def check_metrics_flags(push_url: str | None, textfile: Path | None) -> None:
 
 def metrics_recorders(
     push_url: str | None, textfile: Path | None, warn: Callable[[str], None]
-) -> list[MetricsRecorder]:
-    """A recorder that counts the review into a registry of its own and exports it; none when no flag asks."""
+) -> list[LastRunRecorder]:
+    """A recorder that exports the review's last-run gauges (``codejury.telemetry.last_run``); none when no
+    flag asks."""
     if push_url is None and textfile is None:
         return []
-    from codejury.telemetry.metrics import MetricsRecorder
+    from codejury.telemetry.last_run import LastRunRecorder
 
-    return [MetricsRecorder(push_url=push_url.strip() if push_url else None, textfile=textfile, warn=warn)]
+    return [LastRunRecorder(push_url=push_url.strip() if push_url else None, textfile=textfile, warn=warn)]

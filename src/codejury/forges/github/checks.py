@@ -42,6 +42,8 @@ def check_conclusion(outcome: Outcome) -> tuple[str, str]:
     if review.verdict == "not_reviewed" and not review.break_glass:
         # Nothing to approve: neutral, never success (a failure only when --fail-on asks for one).
         conclusion = "failure" if should_fail(review, outcome.fail_on) else "neutral"  # type: ignore[arg-type]
+        if review.refused is not None:
+            return conclusion, f"not reviewed: {review.refused}"[:200]
         return conclusion, f"not reviewed: {len(review.skipped_files)} file(s) skipped, no model looked at the change"
     if not any(r.status == "ok" for r in review.reviewers):
         return "failure", "not reviewed"
