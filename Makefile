@@ -59,11 +59,11 @@ lint: $(STAMP)
 # scripted model only: what the test suite runs, tests/test_benchmarks.py).
 BENCH_FLAGS ?=
 # In the order make bench runs them: the scripted model, the fake forges and provider first, the embedded model last.
-BENCHMARKS := engine publish stats dashboard telemetry index analyzers injection service chaos run
+BENCHMARKS := engine publish stats dashboard telemetry index analyzers injection service repo_cache chaos run
 
 ## Engine scale and token economy (scripted model), publishing against the fake forges, the review store, dashboard,
-## telemetry, repository index and analyzers, the review service under webhook load, the chaos run,
-## then the embedded model's timings and recall. Each benchmark takes --smoke (see BENCH_FLAGS).
+## telemetry, repository index and analyzers, the review service under webhook load, the repository cache's
+## fetches, the chaos run, then the embedded model's timings and recall. Each benchmark takes --smoke (see BENCH_FLAGS).
 ## Every benchmark runs even when one before it fails or misses a target; make bench then names them and exits 1.
 ## Review quality is measured separately (hours on the embedded model): make eval-dev, make eval-golden.
 bench: $(STAMP)

@@ -93,7 +93,7 @@ def breakdown(path: Path) -> str:
         for name, read in (
             ("reviews", lambda: review_series(conn, buckets, scope, series)),
             ("findings", lambda: finding_series(conn, buckets, scope, series)),
-            ("reviewer runs", lambda: token_series(conn, buckets, scope)),
+            ("reviewer runs", lambda: token_series(conn, buckets, scope, filtered=False)),
             ("acted-on outcomes", lambda: acted_outcomes(conn, buckets, scope)),
         ):
             started = time.perf_counter()

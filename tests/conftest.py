@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from pydantic_ai import models
 
+from codejury.models import registry
 from codejury.resilience import BOARDS
+from codejury.testing.provider_server import FakeProviderServer
 
 models.ALLOW_MODEL_REQUESTS = False
 
@@ -76,3 +78,13 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(var, raising=False)
     BOARDS.reset()  # breakers are process-wide: one test's outage must not leak into the next
     yield
+
+
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
+    """A fake OpenAI/Anthropic-compatible provider on loopback; model requests allowed for this test only."""
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)
+    registry.clear_model_cache()
+    with FakeProviderServer() as srv:
+        yield srv
+    registry.clear_model_cache()

@@ -70,6 +70,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^webhook response: p50 {NUMBER} ms, p99 {NUMBER} ms",
         r"^merge requests not reviewed at their latest head: 0$",
     ],
+    "repo_cache": [
+        rf"^first fetch of a {NUMBER}-file repository: {NUMBER} s, {NUMBER} MB on disk",
+        rf"^update fetch \(20 files changed\): {NUMBER} s, \+{NUMBER} MB \({NUMBER} MB on disk in all\)",
+        rf"^cache hit rate: {NUMBER}/{NUMBER} reviews \({NUMBER}%\)",
+    ],
     "injection": [
         r"^injection attempts detected: \d+/40 ",
         r"^benign texts flagged: \d+/40 ",

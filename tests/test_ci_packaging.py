@@ -762,10 +762,15 @@ def test_component_job_publishes_and_writes_the_code_quality_report(
         inline = [d for d in gl.discussions(1, 7) if d["notes"][0].get("position")]
         assert {d["notes"][0]["position"]["new_line"] for d in inline} == {5, 15}
     report = json.loads((checkout / "gl-code-quality-report.json").read_text(encoding="utf-8"))
-    assert {(issue["location"]["path"], issue["location"]["lines"]["begin"]) for issue in report} == {
+    findings = [issue for issue in report if issue["check_name"] != "codejury/review-limited"]
+    assert {(issue["location"]["path"], issue["location"]["lines"]["begin"]) for issue in findings} == {
         ("app.py", 5),
         ("app.py", 15),
     }
+    limited = [issue for issue in report if issue["check_name"] == "codejury/review-limited"]
+    # The job's checkout does not hold the merge request's head: the report says the analyzers did not run.
+    assert limited and all(issue["severity"] == "minor" for issue in limited)
+    assert any("ruff skipped: the change has no head-side tree" in issue["description"] for issue in limited)
     assert "published on" in result.stderr
 
 

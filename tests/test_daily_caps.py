@@ -62,6 +62,15 @@ def stored(url: str) -> list[Any]:
         store.close()
 
 
+def held_slots(url: str) -> int:
+    store = Store(parse_record_url(url))
+    try:
+        with store.connect() as conn:
+            return len(list(conn.execute(select(schema.review_slots))))
+    finally:
+        store.close()
+
+
 def seed(url: str, repository: str, n: int, *, at: datetime | None = None, cost: float = 0.05) -> None:
     store = Store(parse_record_url(url))
     try:
@@ -97,6 +106,7 @@ def test_the_review_past_the_repository_cap_is_refused_and_withdraws_the_approva
     assert code == 0, err
     assert gl.approvals(1, 7) == ["project_1_bot"]  # the second review of the day: approved
     assert refusal_lines(err) == []
+    assert held_slots(store_url) == 0  # its record replaced the slot its admission reserved
 
     events = tmp_path / "events.jsonl"
     resolvers: list[Any] = []

@@ -258,9 +258,10 @@ class FileTable(_Table):
     )
     remote_config: str | None = Field(
         default=None,
-        description="URL of a JSON routing document fetched at start-up (see Remote routing in the README): "
-        'https (http only to a loopback host), redirects on its own host only, sent without any token; "" turns '
-        "it off. A document that cannot be fetched or is malformed is one warning.",
+        description="URL of a JSON routing document fetched at start-up and re-read every 2 s while the models "
+        "are called (see Remote routing in the README): https (http only to a loopback host), redirects on its "
+        'own host only, sent without any token; "" turns it off. A document that cannot be fetched or is '
+        "malformed is one warning.",
     )
     plugins: dict[Name, dict[str, Any]] = Field(
         default_factory=dict, description="[plugins.NAME]: settings a plugin reads (its own keys)."

@@ -21,7 +21,7 @@ exceptions, caught where they are raised, derive from the root and are not drawn
     │   └── EmbeddedModelError      the embedded model is missing, incomplete or corrupted
     ├── ModelStalled                a streamed attempt went silent (resilience.errors; fails back)
     ├── ChainExhausted              every model of a failback chain failed (resilience.errors)
-    ├── CostCeilingReached          the review's cost ceiling was reached: no more model calls (models.budget)
+    ├── CostCeilingReached          the cost ceiling or a kill switch stopped the model calls (models.budget)
     ├── AnalyzerSkipped             an analyzer cannot run here; one line, never fatal (analyzers.base)
     ├── AnalyzerFailed              an analyzer ran and failed; one line, never fatal (analyzers.base)
     ├── OutputError                 the review or its event log could not be written where asked

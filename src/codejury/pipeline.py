@@ -9,9 +9,10 @@ publishers (stdout, a file, a merge request) and recorders they pass (docs/archi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from codejury.agents.context_watch import context_notes
 from codejury.agents.panel import run_panel
@@ -46,6 +47,9 @@ from codejury.runstate import Refusal, ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
 from codejury.telemetry.tracing import span, traced, traced_review
 from codejury.workspace import workspace_stage
+
+if TYPE_CHECKING:
+    from codejury.remote_config import Routing
 
 
 @traced_review
@@ -111,17 +115,41 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
     models = _models(run)
     known = len(run.change.left_out)  # start() warned about these; the tools add what they cannot read
     with _breaker_events(run, models):
-        if run.options.baseline == "naive":
-            return await naive_stage(run, models)
-        with workspace_stage(run, _context_text(run), on_tool_result=screen.tool_result) as ctx:
-            panel = await traced("reviewers", run_panel(run, ctx, models))
-            evidence = await traced("evidence", evidence_stage(run))
-            judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence))
+        async with _routing_refreshed(run, models):
+            if run.options.baseline == "naive":
+                return await naive_stage(run, models)
+            with workspace_stage(run, _context_text(run), on_tool_result=screen.tool_result) as ctx:
+                panel = await traced("reviewers", run_panel(run, ctx, models))
+                evidence = await traced("evidence", evidence_stage(run))
+                judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence))
     notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
     notes += context_notes(run.events.events)  # prompts past half a model's context window
     stopped = models.budget.reason() if models.budget is not None else None
     with span("verdict"):
         return verdict_stage(run, panel, judgement, notes=notes, stopped=stopped)
+
+
+@asynccontextmanager
+async def _routing_refreshed(run: ReviewRun, models: ReviewModels) -> AsyncIterator[None]:
+    """While the models are called, the routing document is re-read (``remote_config``): a provider it now
+    disables gets no new request, and a kill switch now covering the review stops every model call (the
+    review is published as partial, as when the cost ceiling is reached)."""
+    url = run.config.settings.remote_config
+    if url is None:
+        yield
+        return
+    from codejury.remote_config import RoutingWatch, watch_routing
+
+    def apply(routing: Routing) -> None:
+        models.routing.disabled_providers = frozenset(p.strip().lower() for p in routing.disabled_providers)
+        if routing.stops(run.change.meta.repository) and models.budget is not None and not models.budget.reached:
+            reason = f"the kill switch is on ({routing.reason})" if routing.reason else "the kill switch is on"
+            run.events.emit("kill_switch", reason=reason, during_review=True)
+            run.options.warn(f"stopping the review: {reason}")
+            models.budget.halt(reason)
+
+    async with watch_routing(RoutingWatch(url, warn=run.options.warn, on_event=run.events.emit), apply):
+        yield
 
 
 async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:

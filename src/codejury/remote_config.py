@@ -19,13 +19,22 @@ its own host, and the request carries no token (``codejury.document_urls``). Wha
 another host, an error status, an endless or oversized body, a body that is not JSON, nested
 too deeply, or not a routing object), the review goes on with the local configuration and one
 warning line says why.
+
+While the reviewers run, ``watch_routing`` re-reads the document every ``REFRESH_INTERVAL_S``
+with the same bounds, sending the last ``ETag`` as ``If-None-Match`` (an unchanged document costs a
+304). Each outcome is a ``routing_refresh`` event (``read`` the first time, then ``unchanged``,
+``changed`` or ``failed``); a
+failed refresh keeps the last good document and is one warning line until a refresh succeeds
+again. A changed document is handed to the caller: the review stops calling a provider it
+disables, and a kill switch that now covers the review stops its model calls (``codejury.pipeline``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +45,21 @@ from codejury.contexts import PostConfigureContext
 from codejury.document_urls import stream_same_origin, url_refusal
 from codejury.errors import RoutingError
 
-__all__ = ["FETCH_TIMEOUT_S", "MAX_BYTES", "Routing", "RoutingError", "fetch_routing", "parse_routing"]
+__all__ = [
+    "FETCH_TIMEOUT_S",
+    "MAX_BYTES",
+    "REFRESH_INTERVAL_S",
+    "Routing",
+    "RoutingError",
+    "RoutingWatch",
+    "fetch_routing",
+    "parse_routing",
+    "watch_routing",
+]
 
 FETCH_TIMEOUT_S = 5.0
+REFRESH_INTERVAL_S = 2.0
+"""How often a running review re-reads the routing document."""
 MAX_BYTES = 256 * 1024
 KNOWN_KEYS = frozenset({"reviewers", "disabled_providers", "failback", "kill_switch", "reason"})
 MAX_REASON_CHARS = 300
@@ -159,17 +180,118 @@ def _checked_url(url: object) -> str:
 
 
 async def _fetch(url: str, timeout_s: float) -> bytes:
+    body, _ = await _fetch_tagged(url, timeout_s, None)
+    assert body is not None  # without an ETag to send, the server has nothing to answer 304 to
+    return body
+
+
+async def _fetch_tagged(url: str, timeout_s: float, etag: str | None) -> tuple[bytes | None, str | None]:
+    """The document and its ``ETag``; ``(None, etag)`` when the server answers 304 to ``If-None-Match``."""
     headers = {"accept": "application/json", "accept-encoding": "identity"}
+    if etag is not None:
+        headers["if-none-match"] = etag
     async with (
         httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False) as client,
         stream_same_origin(client, url, headers, max_redirects=MAX_REDIRECTS, error=RoutingError) as response,
     ):
+        if response.status_code == 304 and etag is not None:
+            return None, etag
         if response.status_code != 200:
             raise RoutingError(f"HTTP {response.status_code}")
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and len(declared) < 20 and int(declared) > MAX_BYTES:
             raise RoutingError(f"the document is {int(declared):,} bytes, over the {human_size(MAX_BYTES)} limit")
-        return await read_async(response.aiter_bytes(), MAX_BYTES, "the document", RoutingError)
+        body = await read_async(response.aiter_bytes(), MAX_BYTES, "the document", RoutingError)
+        tag = response.headers.get("etag", "")
+        return body, (tag if 0 < len(tag) <= 200 and tag.isascii() else None)
+
+
+EventSink = Callable[..., None]
+
+
+class RoutingWatch:
+    """The routing document as a running review last read it: re-read on ``refresh()``, with ``If-None-Match``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        warn: Callable[[str], None],
+        on_event: EventSink,
+        timeout_s: float = FETCH_TIMEOUT_S,
+    ) -> None:
+        self.url = url
+        self.warn = warn
+        self.on_event = on_event
+        self.timeout_s = timeout_s
+        self.routing: Routing | None = None
+        """The last good document (None until one was read)."""
+        self.etag: str | None = None
+        self._failing = False
+
+    async def refresh(self) -> Routing | None:
+        """Re-read the document: the new ``Routing`` when it changed, else None (unchanged, or a failure,
+        which keeps the last good document)."""
+        try:
+            checked = _checked_url(self.url)
+            async with asyncio.timeout(self.timeout_s):
+                body, etag = await _fetch_tagged(checked, self.timeout_s, self.etag)
+            routing = None if body is None else parse_routing(_decode(body))
+        except Exception as exc:  # noqa: BLE001 - a refresh never fails the review: the last good document stays
+            why = _refresh_error(exc, self.timeout_s)
+            self.on_event("routing_refresh", outcome="failed", error=why)
+            if not self._failing:
+                self.warn(f"remote config refresh failed ({why}); keeping the last document read")
+            self._failing = True
+            return None
+        self._failing = False
+        self.etag = etag
+        if routing is None or routing == self.routing:
+            self.on_event("routing_refresh", outcome="unchanged", not_modified=body is None)
+            return None
+        first, self.routing = self.routing is None, routing
+        self.on_event(
+            "routing_refresh",
+            outcome="read" if first else "changed",
+            disabled_providers=sorted(routing.disabled_providers),
+            kill_switch=routing.kill_switch if isinstance(routing.kill_switch, bool) else sorted(routing.kill_switch),
+        )
+        return routing
+
+
+def _refresh_error(exc: BaseException, waited: float) -> str:
+    if isinstance(exc, TimeoutError | httpx2.TimeoutException):
+        return f"no answer within {waited:g}s"
+    if isinstance(exc, httpx2.TooManyRedirects):
+        return f"more than {MAX_REDIRECTS} redirects"
+    if isinstance(exc, RoutingError):
+        return _one_line(exc)
+    return type(exc).__name__
+
+
+@asynccontextmanager
+async def watch_routing(
+    watch: RoutingWatch, apply: Callable[[Routing], None], *, interval_s: float | None = None
+) -> AsyncIterator[RoutingWatch]:
+    """Re-read the document every ``interval_s`` (``REFRESH_INTERVAL_S``) while the block runs, handing
+    each document that differs from the last one read to ``apply`` (the first read too: it may differ from
+    the one read at start-up)."""
+    every = interval_s if interval_s is not None else REFRESH_INTERVAL_S
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(every)
+            changed = await watch.refresh()
+            if changed is not None:
+                apply(changed)
+
+    task = asyncio.create_task(loop(), name="routing-refresh")
+    try:
+        yield watch
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
 
 
 def _decode(body: bytes) -> Any:

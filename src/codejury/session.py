@@ -283,11 +283,15 @@ def _options(
 
 CAP_CHECK_WAIT_S = 5.0
 """The most a review waits for the store to count today's reviews (connect and query are bounded below it)."""
+CAP_SLOT_AFTER_TIMEOUT_S = 300.0
+"""An admitted review's slot is held for its settings' ``overall_timeout_s`` plus this (the judge, publishing
+and recording come after the reviewers): past it, a review that never got recorded no longer counts."""
 
 
 async def _admission(run: ReviewRun) -> Refusal | None:
     """The check every review passes before any model is called (``ReviewOptions.admit``): the routing
-    document's kill switch, then the daily caps of ``[limits]`` counted in the review store. A store that
+    document's kill switch, then the daily caps of ``[limits]`` counted in the review store, where an
+    admitted review reserves its slot in the same transaction (``codejury.record.limits``). A store that
     cannot be counted lets the review run, with one warning line and a ``caps_unchecked`` event (recording
     never blocks a review)."""
     if run.config.stopped is not None:
@@ -300,8 +304,9 @@ async def _admission(run: ReviewRun) -> Refusal | None:
 
     from codejury.record.limits import CapCheck, check_caps
 
+    hold_s = run.settings.overall_timeout_s + CAP_SLOT_AFTER_TIMEOUT_S
     counting = asyncio.to_thread(
-        check_caps, limits, run.settings.record_url, run.change.meta.repository, datetime.now(UTC)
+        check_caps, limits, run.settings.record_url, run.change.meta.repository, datetime.now(UTC), slot_hold_s=hold_s
     )
     try:
         checked = await asyncio.wait_for(counting, CAP_CHECK_WAIT_S)
@@ -313,6 +318,8 @@ async def _admission(run: ReviewRun) -> Refusal | None:
         return None
     if checked.refusal is not None and checked.cap is not None:
         return Refusal(checked.refusal, checked.cap)
+    if checked.slot is not None:  # the review's record replaces the slot (``ReviewRecord.slot``)
+        run.events.emit("caps_reserved", slot=checked.slot, hold_s=hold_s)
     return None
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from codejury.checkout.cache import Remote, RepoCache, repo_cache
 from codejury.testing.github import FakeGitHub
-from tests.forges.test_ci_checkout import HEAD, upstream
+from tests.forges.test_ci_checkout import HEAD, git, upstream
 
 TOKEN = "ghs_cache_test_token_0001"
 
@@ -92,3 +92,35 @@ def test_the_cache_can_be_turned_off_or_moved(tmp_path: Path) -> None:
     assert repo_cache({"CODEJURY_REPO_CACHE": "off"}) is None
     moved = repo_cache({"CODEJURY_REPO_CACHE": str(tmp_path / "elsewhere")})
     assert moved is not None and moved.root == tmp_path / "elsewhere"
+
+
+def test_a_later_push_fetches_only_its_new_objects(tmp_path: Path) -> None:
+    """The second fetch tells the forge what the cache holds, so it gets the changed file, not the tree again."""
+    repo, _, _ = upstream(tmp_path)
+    for n in range(300):  # a tree worth sending: 300 files the push does not touch
+        (repo / f"data/file{n:03d}.py").parent.mkdir(exist_ok=True)
+        (repo / f"data/file{n:03d}.py").write_text(f"VALUE_{n} = {n * 7919 % 10007}  # {'x' * (n % 97)}\n" * 20)
+    git(repo, "checkout", "-q", "feature")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "data")
+    first = git(repo, "rev-parse", "HEAD")
+    (repo / "reports.py").write_text(HEAD + "\n# one more line\n")
+    git(repo, "commit", "-qam", "a small push")
+    second = git(repo, "rev-parse", "HEAD")
+    with FakeGitHub("octo/app") as gh:
+        gh.add_token(TOKEN, kind="actions")
+        gh.serve_git("octo/app", repo)
+        remote = Remote(f"{gh.origin}/octo/app.git", "x-access-token", TOKEN)
+        cache = RepoCache(tmp_path / "cache")
+        for sha in (first, second):
+            side = cache.head_side(remote, sha, ["reports.py"])
+            assert side.fetched and side.missing is None
+            side.close()
+            if sha == first:
+                size_first = _bytes(tmp_path / "cache")
+        added = _bytes(tmp_path / "cache") - size_first
+    assert added < size_first / 10, (added, size_first)
+
+
+def _bytes(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())

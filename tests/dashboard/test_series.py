@@ -6,9 +6,11 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
 from codejury.dashboard.page import dashboard_data
-from codejury.dashboard.series import MAX_BUCKETS, choose_buckets, compute_series
+from codejury.dashboard.series import MAX_BUCKETS, Buckets, bucket_of, choose_buckets, compute_series, token_series
+from codejury.record import schema
 from codejury.record.stats import compute_stats, review_scope
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
@@ -126,3 +128,41 @@ def test_the_series_add_up_to_the_stats_tables(tmp_path: object) -> None:
         assert sum(p.input_tokens for p in s.models[row.model]) == row.input_tokens
     assert sum(p.acted_on for p in s.acted) == sum(r.acted_on for r in stats.acted_on.by_reviewer) > 0
     assert [d.row.recorded_at for d in data.recent] == sorted((d.row.recorded_at for d in data.recent), reverse=True)
+
+
+def test_the_whole_store_reads_the_same_numbers_by_its_cheaper_path(store_url: str) -> None:
+    store = Store(parse_record_url(store_url))
+    for record in month_records(NOW, 40, random.Random(5)):
+        store.write(record)
+    try:
+        with store.connect() as conn:
+            buckets = choose_buckets(NOW - timedelta(days=31), NOW)
+            scope = review_scope(None, None)
+            one_pass = token_series(conn, buckets, scope, filtered=True)
+            two_reads = token_series(conn, buckets, scope, filtered=False)
+        data = dashboard_data(store, since=None, now=NOW, recent=0)
+        with store.connect() as conn:
+            alone = compute_stats(conn, store=store.shown)
+    finally:
+        store.close()
+    assert two_reads == one_pass and sum(p.input_tokens for p in one_pass[0][next(iter(one_pass[0]))]) > 0
+    assert data.stats.tokens_by_model == alone.tokens_by_model and data.stats.reliability == alone.reliability
+
+
+@pytest.mark.parametrize(
+    "at",
+    [datetime(2026, 11, 1), datetime(2026, 11, 1, 23, 59, 59, 999000), datetime(2026, 11, 2, 0, 0, 0, 1),
+     datetime(2026, 11, 2, 5, 59, 59, 500000), datetime(2026, 11, 2, 6)],
+)  # fmt: skip
+def test_a_review_at_a_bucket_edge_falls_in_the_bucket_its_time_says(store_url: str, at: datetime) -> None:
+    store = Store(parse_record_url(store_url))
+    store.write(seed.record(at.replace(tzinfo=UTC), change_id="#1"))
+    try:
+        with store.connect() as conn:
+            for width in (timedelta(hours=6), timedelta(days=1)):
+                buckets = choose_buckets(datetime(2026, 11, 1), datetime(2026, 11, 2, 12))
+                buckets = Buckets(buckets.start, width, 3)
+                index = conn.execute(select(bucket_of(conn, schema.reviews.c.recorded_at, buckets))).scalar_one()
+                assert index == (at - buckets.start) // width, (at, width)
+    finally:
+        store.close()

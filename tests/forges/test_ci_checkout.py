@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from codejury.checkout import open_head_side
+from codejury.forges.markers import parse_summary
 from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
 from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import finding as model_finding
@@ -91,6 +92,44 @@ def test_a_merge_commit_checkout_reviews_the_head_commit_with_its_analyzers(
     assert "ruff:S608" in out  # the analyzer read the head commit's file, not the merge or the dirty tree
     assert NO_TREE not in out + err
     assert NO_TREE not in summary(gh, 8)
+
+
+@pytest.mark.parametrize("shallow", [False, True], ids=["full-clone", "shallow-clone"])
+def test_a_gitlab_merged_results_pipeline_reviews_the_head_commit_with_its_analyzers(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shallow: bool
+) -> None:
+    repo, base, head = upstream(tmp_path)
+    gl.add_mr(1, 8, files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
+    workspace = merge_checkout(tmp_path, repo, head, shallow=shallow)  # the source merged into the target
+    merged = git(workspace, "rev-parse", "HEAD")
+    assert merged != head
+    if shallow:
+        assert subprocess.run(["git", "cat-file", "-e", head], cwd=workspace).returncode != 0  # fetched on demand
+    else:
+        assert git(workspace, "rev-parse", "HEAD^2") == head
+    for name, value in {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_MERGE_REQUEST_EVENT_TYPE": "merged_result",
+        "CI_API_V4_URL": gl.api_url,
+        "CI_MERGE_REQUEST_PROJECT_ID": "1",
+        "CI_MERGE_REQUEST_IID": "8",
+        "CI_COMMIT_SHA": merged,
+        "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA": head,
+        "CI_PROJECT_DIR": str(workspace),
+    }.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = gitlab_run(gl, monkeypatch, [SQL], "--publish", use_url=False, iid=8)
+    assert code == 0, err
+    assert "ruff:S608" in out  # the analyzer read the head commit's file, not the merged result or the dirty tree
+    assert NO_TREE not in out + err
+    [body] = [
+        n["body"]
+        for n in gl.notes(1, 8, system=False)
+        if n["author"]["username"] == FakeGitLab.BOT and parse_summary(n["body"])
+    ]
+    assert NO_TREE not in body and "What this review could not do" not in body
+    threads = [d["notes"][0] for d in gl.discussions(1, 8) if d["notes"][0].get("position")]
+    assert [t["position"]["new_line"] for t in threads] == [5]  # the finding the evidence backs, published
 
 
 def test_a_review_through_the_api_says_what_it_could_not_do(gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:

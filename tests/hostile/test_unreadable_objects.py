@@ -14,16 +14,14 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from pydantic_ai import models
 
 from codejury.cli import cli
-from codejury.models import registry
 from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.hostile.conftest import Run, run_codejury
 
@@ -122,15 +120,6 @@ def test_a_partial_clone_whose_promisor_remote_is_gone(tmp_path: Path) -> None:
     )
     assert_planned_without_reading_it(run)
     run.assert_bounded(WALL_S)
-
-
-@pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)
-    registry.clear_model_cache()
-    with FakeProviderServer() as srv:
-        yield srv
-    registry.clear_model_cache()
 
 
 def write_config(tmp_path: Path, provider: FakeProviderServer) -> Path:

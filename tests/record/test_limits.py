@@ -1,10 +1,16 @@
-"""Counting a UTC day's reviews and spend in the store, on SQLite and PostgreSQL alike."""
+"""Counting a UTC day's reviews and spend in the store, and reserving an admitted review's slot, on SQLite and
+PostgreSQL alike."""
 
 from __future__ import annotations
 
+import multiprocessing
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
 
 from codejury.config import DailyLimits
+from codejury.record import schema
 from codejury.record.limits import DayUsage, check_caps
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
@@ -70,3 +76,70 @@ def test_a_store_that_does_not_answer_leaves_the_caps_unchecked(silent_server: i
     assert checked.refusal is None
     assert checked.unchecked is not None and "postgresql://127.0.0.1" in checked.unchecked
     assert (datetime.now(UTC) - started).total_seconds() < 5
+
+
+# -- admission reserves its slot ---------------------------------------------------------------------------
+RACERS = 4
+
+
+def _race_for_a_slot(url: str, cap: int, barrier: Any, results: Any) -> None:
+    """One process's admission: wait for every racer, then count and reserve (as a review's admission does)."""
+    barrier.wait(timeout=60)
+    checked = check_caps(DailyLimits(reviews_per_day=cap), url, OURS, datetime.now(UTC), slot_hold_s=600)
+    results.put((checked.slot, checked.cap, checked.unchecked))
+
+
+def race(url: str, cap: int) -> list[tuple[str | None, str | None, str | None]]:
+    """``RACERS`` processes admitted at the same instant against one store; what each got."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(RACERS), ctx.Queue()
+    processes = [ctx.Process(target=_race_for_a_slot, args=(url, cap, barrier, results)) for _ in range(RACERS)]
+    for p in processes:
+        p.start()
+    got = [results.get(timeout=120) for _ in processes]
+    for p in processes:
+        p.join(30)
+        assert p.exitcode == 0
+    return got
+
+
+def test_processes_racing_for_the_last_review_of_the_day_admit_exactly_one(store_url: str) -> None:
+    store = Store(parse_record_url(store_url))
+    try:
+        for _ in range(2):
+            store.write(record(datetime.now(UTC), repository=OURS))
+    finally:
+        store.close()
+
+    got = race(store_url, cap=3)  # two reviews recorded today: one left under the cap of three
+
+    admitted = [slot for slot, _, _ in got if slot is not None]
+    refused = [cap for slot, cap, _ in got if slot is None]
+    print(f"\n{store_url.split(':')[0]}: {RACERS} processes racing for 1 slot left: {len(admitted)} admitted, "
+          f"{len(refused)} refused ({set(refused)})")  # fmt: skip
+    assert [unchecked for _, _, unchecked in got] == [None] * RACERS
+    assert len(admitted) == 1 and refused == ["reviews_per_day"] * (RACERS - 1)
+    # The admitted review's record replaces its slot: it is counted once, and the day stays full.
+    store = Store(parse_record_url(store_url))
+    try:
+        finished = record(datetime.now(UTC), repository=OURS).model_copy(update={"slot": admitted[0]})
+        assert store.write(finished)
+        with store.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(schema.review_slots)).scalar_one() == 0
+    finally:
+        store.close()
+    later = check_caps(DailyLimits(reviews_per_day=3), store_url, OURS, datetime.now(UTC), slot_hold_s=600)
+    assert later.cap == "reviews_per_day" and later.usage is not None and later.usage.reviews == 3
+
+
+def test_a_slot_that_is_never_recorded_expires(store_url: str) -> None:
+    caps = DailyLimits(reviews_per_day_per_repository=1)
+    held = check_caps(caps, store_url, OURS, NOW, slot_hold_s=1800)
+    assert held.slot is not None and held.usage == DayUsage("2026-11-02")
+    # While the review runs (never recorded: it crashed), the slot fills the day; 30 minutes on, it does not.
+    assert check_caps(caps, store_url, OURS, NOW + timedelta(minutes=29), slot_hold_s=1800).cap == (
+        "reviews_per_day_per_repository"
+    )
+    assert check_caps(caps, store_url, "other/repo", NOW, slot_hold_s=1800).slot is not None  # its own count
+    after = check_caps(caps, store_url, OURS, NOW + timedelta(minutes=31), slot_hold_s=1800)
+    assert after.cap is None and after.slot is not None

@@ -37,6 +37,7 @@ def test_review_top_level_keys_in_stable_order() -> None:
         "break_glass",
         "dropped_findings",
         "notes",
+        "cut_files",
         "below_threshold",
         "suspected_injections",
     ]

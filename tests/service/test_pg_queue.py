@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx2
@@ -58,16 +58,30 @@ def _statuses(url: str) -> list[str]:
         return [r[0] for r in conn.execute("SELECT status FROM procrastinate_jobs ORDER BY id").fetchall()]
 
 
-def _worker(url: str, sleep_s: float, log: Path, env: dict[str, str], *more: str) -> subprocess.Popen[bytes]:
+def _worker(
+    url: str, sleep_s: float, log: Path, env: dict[str, str], *more: str, extra: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """A ``codejury worker`` process; ``extra``: worker_main's own arguments (``sql``: the reviewer's finding)."""
     flags = ["--database", url, "--heartbeat", "0.5", "--stalled-after", "2", *more]
     with log.open("wb") as out:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
-            [sys.executable, str(WORKER), str(sleep_s), "--", *flags],
+            [sys.executable, str(WORKER), str(sleep_s), *extra, "--", *flags],
             cwd=ROOT,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+
+
+def _stop(workers: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Stops each worker still running: SIGTERM (it finishes its job), then SIGKILL after 15 s."""
+    for proc in workers:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def _worker_env(gl: FakeGitLab) -> dict[str, str]:
@@ -122,13 +136,7 @@ async def test_a_killed_workers_review_is_finished_by_another_worker_without_dup
         assert "queued again" in log
         assert len(summaries()) == 1 and "Unchecked input" in summaries()[0]
     finally:
-        for proc in workers:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        _stop(workers)
 
 
 async def test_a_review_command_is_queued_in_postgresql_and_a_worker_publishes_one_review(

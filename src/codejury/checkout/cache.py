@@ -3,7 +3,8 @@
 Per repository, a bare repository under the cache directory (``$CODEJURY_CACHE_DIR/repos``),
 kept between reviews. A review fetches exactly the commit it reviews (``--depth=1``: that
 commit's tree, no history), and a later review of the same repository fetches only what the
-forge does not already know it has: the objects of a new push, not the repository again. Then
+forge does not already know it has: the objects of a new push, not the repository again (each
+fetched commit keeps a ref, ``KEPT_REFS``, which the next fetch offers the forge). Then
 ``open_head_side`` hands the analyzers the changed files and the tools the commit, as for a CI
 checkout.
 
@@ -38,6 +39,9 @@ CACHE_ENV = "CODEJURY_REPO_CACHE"
 MAX_REPO_BYTES = 2 * 1024**3
 MAX_TOTAL_BYTES = 10 * 1024**3
 _LOCK_TIMEOUT_S = 300.0
+KEPT_REFS = "refs/codejury/fetched/"
+"""A ref per fetched commit: what the next fetch tells the forge it has, so a new push sends only its new
+objects (with no ref, git's negotiation has nothing to offer and the forge sends the whole tree again)."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +114,9 @@ class RepoCache:
         args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", "--depth=1"]
         try:
             done = subprocess.run(
-                git.command(*args, remote.url, commit), cwd=git.cwd, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=self.fetch_timeout_s, check=False,
+                git.command(*args, remote.url, f"{commit}:{KEPT_REFS}{commit}"), cwd=git.cwd, env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                timeout=self.fetch_timeout_s, check=False,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             return f"no answer within {self.fetch_timeout_s:g} s"

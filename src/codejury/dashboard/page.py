@@ -146,6 +146,7 @@ def dashboard_data(
     """
     now = now or datetime.now(UTC)
     scope = review_scope(since, repository)
+    filtered = since is not None or repository is not None
     r = schema.reviews
     with store.connect() as conn:  # opens (and, for an empty store, migrates) before the workers connect
         first, last = conn.execute(select(func.min(r.c.recorded_at), func.max(r.c.recorded_at)).where(scope)).one()
@@ -155,7 +156,7 @@ def dashboard_data(
         buckets = choose_buckets(since or first, max(utc_naive(now), utc_naive(last)))
         series = Series(buckets=buckets)
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="codejury-dashboard") as pool:
-            runs_done = pool.submit(on_own_connection, store, token_series, buckets, scope)
+            runs_done = pool.submit(on_own_connection, store, token_series, buckets, scope, filtered=filtered)
             acted_done = pool.submit(on_own_connection, store, acted_outcomes, buckets, scope)
             cost_duration = review_series(conn, buckets, scope, series)
             findings = finding_series(conn, buckets, scope, series)

@@ -8,6 +8,10 @@ the ceiling the budget is spent: a request still waiting on a provider is abando
 later request is refused, both with ``CostCeilingReached``. Each running agent therefore stops
 with that reason as its error (its usage so far is kept), and the first time, one ``cost_ceiling``
 event goes to the event log. A review that reached its ceiling is partial: it is never approved.
+
+The routing document's kill switch, turned on while a review runs, stops the model calls the same
+way (``halt``): a review without a ceiling still gets a budget (of no ceiling) when it reads a
+routing document.
 """
 
 from __future__ import annotations
@@ -30,28 +34,39 @@ EventSink = Callable[..., None]
 
 
 class CostCeilingReached(CodejuryError):
-    """The review's cost ceiling was reached: no more model calls."""
+    """The review's cost ceiling was reached, or the kill switch turned on while it ran: no more model calls."""
 
 
 class CostBudget:
     """The running cost of one review against its ceiling (USD)."""
 
-    def __init__(self, ceiling_usd: float, prices: PriceTable, on_event: EventSink | None = None) -> None:
+    def __init__(self, ceiling_usd: float | None, prices: PriceTable, on_event: EventSink | None = None) -> None:
         self.ceiling_usd = ceiling_usd
+        """None: no ceiling (only ``halt`` stops the calls)."""
         self.prices = prices
         self.spent_usd = 0.0
         self._on_event = on_event
         self._reached = asyncio.Event()
+        self._halted: str | None = None
 
     @property
     def reached(self) -> bool:
         return self._reached.is_set()
 
     def reason(self) -> str | None:
-        """One line saying the ceiling was reached and what was spent; None while it was not."""
+        """One line saying why the model calls stopped (the ceiling and what was spent, or ``halt``'s reason);
+        None while they were not."""
         if not self.reached:
             return None
+        if self._halted is not None or self.ceiling_usd is None:
+            return self._halted or "model calls stopped"
         return f"cost ceiling reached: {_usd(self.spent_usd)} spent of the {_usd(self.ceiling_usd)} ceiling"
+
+    def halt(self, reason: str) -> None:
+        """Stop every model call now, for ``reason`` (a request waiting on a provider is abandoned)."""
+        if not self.reached:
+            self._halted = reason
+            self._reached.set()
 
     def add(self, spec: str, usage: RequestUsage) -> None:
         """Add one response's cost; the first time the total reaches the ceiling, stop every model call."""
@@ -62,7 +77,7 @@ class CostBudget:
             cache_write_tokens=usage.cache_write_tokens,
         )
         self.spent_usd += self.prices.cost(spec, ours)
-        if self.spent_usd >= self.ceiling_usd and not self.reached:
+        if self.ceiling_usd is not None and self.spent_usd >= self.ceiling_usd and not self.reached:
             self._reached.set()
             if self._on_event is not None:
                 self._on_event(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic_ai.models import Model
 
@@ -28,6 +28,7 @@ from codejury.resilience import (
     DEFAULT_FAILBACK,
     AgentWatch,
     BreakerBoard,
+    LiveRouting,
     ResilienceSettings,
     ResilientModel,
     build_chain,
@@ -101,7 +102,10 @@ class ReviewModels:
     gates: Mapping[str, asyncio.Semaphore]
     redactor: Redactor
     budget: CostBudget | None = None
-    """The review's cost ceiling (``max_cost_usd``); None: no ceiling."""
+    """The review's cost ceiling (``max_cost_usd``), and how the routing document's kill switch stops the
+    model calls mid-run; None: neither applies."""
+    routing: LiveRouting = field(default_factory=LiveRouting)
+    """The providers the routing document, re-read during the review, disables now (every chain reads it)."""
 
     def for_agent(self, spec: str, watch: AgentWatch) -> ResolvedModel:
         """``spec`` for one agent run: its own deadline and heartbeat, every request scrubbed and,
@@ -132,11 +136,15 @@ def build_review_models(
     cache: dict[str, ResolvedModel] = {}
     chains: dict[str, ResilientModel] = {}
     profiles: dict[str, CapabilityProfile] = {}
+    routing = LiveRouting()
     for spec in specs:
         chain = [cache.get(m) or cache.setdefault(m, resolver(m, config)) for m in model_chain(config, spec)]
-        chains[spec] = ResilientModel(chain, board=board, settings=resilience, on_event=on_event)
+        chains[spec] = ResilientModel(chain, board=board, settings=resilience, on_event=on_event, routing=routing)
         profiles[spec] = chain[0].profile
     gates = {spec: asyncio.Semaphore(max(1, p.parallel_requests)) for spec, p in profiles.items()}
     ceiling = settings.max_cost_usd
-    budget = CostBudget(ceiling, price_table(settings), on_event) if ceiling is not None else None
-    return ReviewModels(chains=chains, profiles=profiles, gates=gates, redactor=redactor, budget=budget)
+    stoppable = ceiling is not None or settings.remote_config is not None  # a kill switch may come mid-run
+    budget = CostBudget(ceiling, price_table(settings), on_event) if stoppable else None
+    return ReviewModels(
+        chains=chains, profiles=profiles, gates=gates, redactor=redactor, budget=budget, routing=routing
+    )

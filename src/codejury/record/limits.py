@@ -2,9 +2,17 @@
 
 A day is a UTC day (00:00 to 24:00 UTC). Counted are the reviews recorded that day that reached a
 model, that is every verdict but ``not_reviewed`` (a review refused by a cap or the kill switch, or
-one with nothing to review, is recorded but costs nothing and counts for nothing), and their cost.
-Reviews running at the same time are counted as each one finishes, so as many reviews as run at
-once may pass a cap together.
+one with nothing to review, is recorded but costs nothing and counts for nothing), and their cost,
+plus the reviews admitted that day and not recorded yet.
+
+Admission reserves its place: ``check_caps(..., slot_hold_s=...)`` counts and, when every cap leaves
+room, inserts a ``review_slots`` row in the same transaction, which no other admission to the same
+store runs beside (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock on a
+key derived from the caps' scope: one key for every review under a global cap, one per repository
+otherwise). So of two reviews racing for the last review of the day, exactly one is admitted. The
+slot counts as a review (of no cost yet) until the review's record replaces it, in the record's own
+transaction, or until it expires ``slot_hold_s`` after the admission (a review that crashed does not
+hold its slot for ever). A spend cap still sees the cost of a review only once it is recorded.
 
 ``check_caps`` never raises: a store it cannot read (``record.url = none``, a review service's
 ingest URL, a store that does not answer within ``CHECK_TIMEOUT_S``) gives an ``unchecked`` reason,
@@ -13,14 +21,20 @@ and the review runs (recording never blocks a review; the composition root says 
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, and_, case, func, select
 
 from codejury.config import DailyLimits
 from codejury.record import schema
 from codejury.record.target import parse_record_url
+
+if TYPE_CHECKING:
+    from codejury.record.store import Store
 
 CHECK_TIMEOUT_S = 2.0
 """At most this long to connect to the store and count (a statement timeout on PostgreSQL)."""
@@ -47,6 +61,8 @@ class CapCheck:
     """The ``[limits]`` key that refused the review."""
     usage: DayUsage | None = None
     unchecked: str | None = None
+    slot: str | None = None
+    """The slot reserved for the admitted review (``check_caps`` with ``slot_hold_s``)."""
 
 
 def utc_day(now: datetime) -> tuple[datetime, datetime]:
@@ -58,7 +74,8 @@ def utc_day(now: datetime) -> tuple[datetime, datetime]:
 
 def day_usage(conn: Connection, repository: str, now: datetime) -> DayUsage:
     """Today's (UTC) counted reviews and their cost, in all and for ``repository``: one query on the
-    ``recorded_at`` index."""
+    ``recorded_at`` index, and the slots of today's reviews admitted and not recorded yet (not expired
+    at ``now``)."""
     start, end = utc_day(now)
     r = schema.reviews
     ours = r.c.repository == repository
@@ -70,7 +87,26 @@ def day_usage(conn: Connection, repository: str, now: datetime) -> DayUsage:
             func.coalesce(func.sum(case((ours, r.c.cost_usd), else_=0.0)), 0.0),
         ).where(and_(r.c.recorded_at >= start, r.c.recorded_at < end, r.c.verdict != "not_reviewed"))
     ).one()
-    return DayUsage(start.date().isoformat(), int(row[0]), float(row[1]), int(row[2]), float(row[3]))
+    s = schema.review_slots
+    held = conn.execute(
+        select(func.count(), func.coalesce(func.sum(case((s.c.repository == repository, 1), else_=0)), 0)).where(
+            and_(s.c.reserved_at >= start, s.c.reserved_at < end, s.c.expires_at > _naive(now))
+        )
+    ).one()
+    return DayUsage(
+        start.date().isoformat(), int(row[0]) + int(held[0]), float(row[1]), int(row[2]) + int(held[1]), float(row[3])
+    )
+
+
+def _naive(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo is not None else at
+
+
+def scope_key(limits: DailyLimits, repository: str) -> int:
+    """The lock key of the caps' scope: the same for every repository under a global cap, else the repository's."""
+    shared = limits.reviews_per_day is not None or limits.spend_per_day_usd is not None
+    digest = hashlib.blake2b(f"codejury daily caps {'' if shared else repository}".encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def cap_refusal(limits: DailyLimits, usage: DayUsage, repository: str) -> tuple[str, str] | None:
@@ -113,8 +149,16 @@ def cap_refusal(limits: DailyLimits, usage: DayUsage, repository: str) -> tuple[
     return next(((cap, reason) for cap, reached, reason in checks if reached), None)
 
 
-def check_caps(limits: DailyLimits, record_url: str | None, repository: str, now: datetime) -> CapCheck:
-    """Count today's reviews in the store ``record_url`` names and hold them against ``limits``."""
+def check_caps(
+    limits: DailyLimits,
+    record_url: str | None,
+    repository: str,
+    now: datetime,
+    *,
+    slot_hold_s: float | None = None,
+) -> CapCheck:
+    """Count today's reviews in the store ``record_url`` names and hold them against ``limits``; with
+    ``slot_hold_s``, an admitted review's slot is reserved in the same transaction (held that long at most)."""
     if not limits.capped:
         return CapCheck()
     try:
@@ -130,6 +174,8 @@ def check_caps(limits: DailyLimits, record_url: str | None, repository: str, now
 
     store = Store(target, connect_timeout_s=CHECK_TIMEOUT_S, statement_timeout_s=CHECK_TIMEOUT_S)
     try:
+        if slot_hold_s is not None:
+            return _admit(store, limits, repository, now, slot_hold_s)
         if not store.exists():
             usage = DayUsage(utc_day(now)[0].date().isoformat())
         else:
@@ -145,3 +191,20 @@ def check_caps(limits: DailyLimits, record_url: str | None, repository: str, now
     if refused is None:
         return CapCheck(usage=usage)
     return CapCheck(refusal=refused[1], cap=refused[0], usage=usage)
+
+
+def _admit(store: Store, limits: DailyLimits, repository: str, now: datetime, hold_s: float) -> CapCheck:
+    """Count and, while every cap leaves room, reserve a slot: one transaction no other admission runs beside."""
+    with store.exclusive(scope_key(limits, repository)) as conn:
+        usage = day_usage(conn, repository, now)
+        refused = cap_refusal(limits, usage, repository)
+        if refused is not None:
+            return CapCheck(refusal=refused[1], cap=refused[0], usage=usage)
+        slot = uuid.uuid4().hex
+        at = _naive(now)
+        conn.execute(
+            schema.review_slots.insert().values(
+                slot=slot, repository=repository, reserved_at=at, expires_at=at + timedelta(seconds=hold_s)
+            )
+        )
+    return CapCheck(usage=usage, slot=slot)

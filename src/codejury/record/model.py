@@ -4,8 +4,9 @@
 finished (already scrubbed) ``Review`` and the run's redacted events, which carry what the review
 itself does not: the change's identity (``change``), failbacks (``model_failback``), breaker
 transitions (``breaker``), who broke the glass and what became of the last review's findings on a
-forge re-review (``published``), and the passages that look like instructions to the reviewer
-(``injection_suspected``). ``PAYLOAD_VERSION`` is bumped when a field changes meaning.
+forge re-review (``published``), the passages that look like instructions to the reviewer
+(``injection_suspected``), and the daily-cap slot its admission reserved (``caps_reserved``).
+``PAYLOAD_VERSION`` is bumped when a field changes meaning.
 
 Every closed set is typed with the review's own (``Verdict``, ``Tier``, ``Severity``,
 ``ReviewerStatus``, the breaker's states), so an ingest whose record names anything else is refused
@@ -132,6 +133,9 @@ class ReviewRecord(BaseModel):
     """Passages of what the review read that look like instructions to the reviewer (for people to look at)."""
     review: dict[str, Any] = Field(default_factory=dict)
     """The whole review as ``codejury review --format json`` has it, for a dashboard to show."""
+    slot: str | None = Field(default=None, max_length=64)
+    """The daily-cap slot the review's admission reserved in the store (a ``caps_reserved`` event): the
+    record replaces it."""
 
 
 def _run(report: ReviewerReport, role: Literal["reviewer", "coordinator"]) -> ReviewerRun:
@@ -197,4 +201,11 @@ def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> R
             for e in _of_type(events, "injection_suspected")
         ],
         review=review.model_dump(mode="json", exclude={"replies"}),
+        slot=_slot(events),
     )
+
+
+def _slot(events: Sequence[Mapping[str, Any]]) -> str | None:
+    reserved = next(iter(_of_type(events, "caps_reserved")), {})
+    slot = reserved.get("slot")
+    return slot if isinstance(slot, str) and 0 < len(slot) <= 64 else None

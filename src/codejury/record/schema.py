@@ -160,6 +160,17 @@ review_documents = Table(
     Column("review", JSON, nullable=False),
 )
 """The whole review as ``--format json`` has it (kept apart so that scanning ``reviews`` stays cheap)."""
+review_slots = Table(
+    "review_slots",
+    metadata,
+    Column("slot", String(64), primary_key=True),
+    Column("repository", String(300), nullable=False, default=""),
+    Column("reserved_at", DateTime, nullable=False),
+    Column("expires_at", DateTime, nullable=False),
+    Index("ix_review_slots_reserved_at", "reserved_at"),
+)
+"""A review admitted under a daily cap and not recorded yet: counted as a review of the day until its
+record replaces it (in the record's transaction) or it expires (``codejury.record.limits``)."""
 
 
 def _initial(conn: Connection) -> None:
@@ -182,10 +193,15 @@ def _suspected_injections(conn: Connection) -> None:
     suspected_injections.create(conn, checkfirst=True)  # a new store's first migration created it already
 
 
+def _review_slots(conn: Connection) -> None:
+    review_slots.create(conn, checkfirst=True)  # a new store's first migration created it already
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[Connection], None]], ...] = (
     ("reviews, findings and reviewer runs", _initial),
     ("an index covering the reviewer runs' totals", _run_totals_index),
     ("passages that look like instructions to the reviewer", _suspected_injections),
+    ("slots reserved by reviews admitted under a daily cap", _review_slots),
 )
 """Migration n (1-based) is ``MIGRATIONS[n - 1]``: a description and the function that applies it."""
 SCHEMA_VERSION = len(MIGRATIONS)

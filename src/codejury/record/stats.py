@@ -391,6 +391,12 @@ def cost_duration_table(values: Iterable[tuple[str, float, float]]) -> CostDurat
     for tier, cost, duration in values:
         costs[tier].append(cost)
         durations[tier].append(duration)
+    return cost_duration_lists(costs, durations)
+
+
+def cost_duration_lists(costs: dict[str, list[float]], durations: dict[str, list[float]]) -> CostDuration:
+    """``cost_duration_table`` from each tier's costs and durations (the same tiers in both; the lists
+    are sorted in place, fastest when they are concatenations of a few sorted runs)."""
     order = [t for t in TIER_ORDER if t in costs] + sorted(t for t in costs if t not in TIER_ORDER)
     rows = [_tier_row(tier, costs[tier], durations[tier]) for tier in order]
     # Each tier's values are sorted by now: "all" concatenates sorted runs, which sort in linear time.

@@ -2,9 +2,10 @@
 
 ``Store(target)`` opens lazily; ``write(record)`` migrates the schema on first use and writes one
 ``ReviewRecord`` in one transaction (a record whose ``uid`` is already there is skipped, so a
-retried ingest is stored once); ``connect()`` gives a read connection after checking the schema
-version, for ``codejury.record.stats`` and a dashboard. Every database error becomes one
-``StoreError`` line naming the store without its credentials.
+retried ingest is stored once; the daily-cap slot the review reserved is released in it);
+``connect()`` gives a read connection after checking the schema version, for
+``codejury.record.stats`` and a dashboard. Every database error becomes one ``StoreError`` line
+naming the store without its credentials.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, select
+from sqlalchemy import Connection, Engine, create_engine, event, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from codejury.findings import Usage
@@ -106,6 +107,22 @@ class Store:
                 yield conn
 
     @contextmanager
+    def exclusive(self, key: int) -> Iterator[Connection]:
+        """A write transaction that no other ``exclusive(key)`` on this store runs beside, committed when
+        the block ends (rolled back if it raises), the schema migrated in it first: SQLite's ``BEGIN
+        IMMEDIATE`` (one writer at a time, waiting up to ``connect_timeout_s``), PostgreSQL's
+        transaction-scoped advisory lock on ``key`` (a signed 64-bit number)."""
+        with self._errors("cannot write"), self.engine.connect() as conn:
+            if self.target.kind == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            schema.migrate(conn, self.shown)
+            yield conn
+            conn.commit()
+        self._migrated = True
+
+    @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
         try:
             yield
@@ -165,6 +182,8 @@ def write_record(conn: Connection, record: ReviewRecord) -> bool:
     for table, rows in children:
         if rows:
             conn.execute(table.insert(), [{**row, "review_id": review_id} for row in rows])
+    if record.slot:  # the review now counts itself: the slot its admission reserved is released with it
+        conn.execute(schema.review_slots.delete().where(schema.review_slots.c.slot == record.slot))
     return True
 
 

@@ -89,6 +89,22 @@ def not_reviewed_notice(review: Review) -> str | None:
     return f"codejury: {one_line(review.summary) or 'nothing was reviewed.'}"
 
 
+def coverage_lines(review: Review) -> list[str]:
+    """What the review could not do, one line each: every note (an analyzer skipped or failed, no
+    head-side tree, files left out, prompts near a model's context window) and the files cut to fit
+    a model's context.
+
+    Every format carries these lines, so a review that ran without its analyzers never reads as a
+    clean pass; the CI formats without a verdict (SARIF, rdjson, Code Quality) carry them as notices.
+    """
+    lines = [line for line in (one_line(n) for n in review.notes) if line]
+    if review.cut_files:
+        shown = ", ".join(one_line(p) for p in review.cut_files[:10])
+        more = f" and {len(review.cut_files) - 10} more" if len(review.cut_files) > 10 else ""
+        lines.append(f"Cut to fit the model's context (reviewers saw part or none of these): {shown}{more}.")
+    return lines
+
+
 def injection_note(review: Review) -> str | None:
     """One line on the passages that look like instructions to the reviewer (rule names and counts), or None."""
     found = review.suspected_injections

@@ -12,7 +12,10 @@ reviewed (verdict ``not_reviewed``) becomes a ``major`` issue with check name
 ``codejury/reviewer-failed``, ``codejury/review-unjudged`` or ``codejury/not-reviewed`` located at
 ``.`` (the repository itself, line 1), with a fingerprint stable across runs: the widget shows it
 as new while the reviewer keeps failing and as resolved once it runs again, instead of a clean
-report.
+report. Each thing the review could not do (an analyzer skipped or failed, no head-side tree,
+files left out or cut to fit) is a ``minor`` issue ``codejury/review-limited`` at the same place,
+its fingerprint keyed on the line: a review that ran without its analyzers is never an empty,
+clean-looking array.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.fingerprint import unique_fingerprints
-from codejury.render import clean_text, not_reviewed_notice, one_line
+from codejury.render import clean_text, coverage_lines, not_reviewed_notice, one_line
 
 SEVERITIES: dict[str, str] = {"critical": "critical", "warning": "major", "suggestion": "minor"}
 CATEGORIES: dict[str, str] = {
@@ -95,6 +98,8 @@ def _notices(review: Review) -> list[dict[str, Any]]:
     unreviewed = not_reviewed_notice(review)
     if unreviewed is not None:
         notices.append(_notice("codejury/not-reviewed", "change", unreviewed))
+    for line in coverage_lines(review):
+        notices.append({**_notice("codejury/review-limited", line, f"codejury: {line}"), "severity": "minor"})
     return notices
 
 

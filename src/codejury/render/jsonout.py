@@ -77,6 +77,7 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "break_glass": review.break_glass,
         "dropped_findings": dict(sorted(review.dropped_findings.items())),
         "notes": list(review.notes),
+        "cut_files": list(review.cut_files),
         "below_threshold": [{**_finding(f), "below_threshold": True} for f in review.below_threshold],
         "suspected_injections": [i.model_dump() for i in review.suspected_injections],
     }
@@ -190,6 +191,7 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "break_glass": {"type": "boolean"},
             "dropped_findings": {"type": "object", "additionalProperties": _NON_NEG_INT},
             "notes": {"type": "array", "items": _STR},
+            "cut_files": {"type": "array", "items": _STR},
             "below_threshold": {"type": "array", "items": _BELOW_THRESHOLD_SCHEMA},
             "suspected_injections": {"type": "array", "items": _INJECTION_SCHEMA},
         }

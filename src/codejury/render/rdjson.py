@@ -9,7 +9,9 @@ reviewdog parses rdjson with protobuf's strict JSON reader, which rejects unknow
 nothing outside the format is added. The format has no run status either: a reviewer that failed,
 an unjudged review, or a change nothing reviewed (verdict ``not_reviewed``) becomes a
 location-less WARNING diagnostic (code ``codejury/reviewer-failed``, ``codejury/review-unjudged``
-or ``codejury/not-reviewed``). reviewdog shows those with
+or ``codejury/not-reviewed``), and each thing the review could not do (an analyzer skipped or
+failed, no head-side tree, files left out or cut to fit) an INFO one with code
+``codejury/review-limited``. reviewdog shows those with
 ``-filter-mode=nofilter`` or the local reporter, and they count towards ``-fail-level``.
 The format has no fingerprint field: reviewdog computes its own.
 """
@@ -20,7 +22,7 @@ import json
 from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport
-from codejury.render import clean_text, not_reviewed_notice, one_line
+from codejury.render import clean_text, coverage_lines, not_reviewed_notice, one_line
 
 SEVERITIES: dict[str, str] = {"critical": "ERROR", "warning": "WARNING", "suggestion": "INFO"}
 
@@ -72,6 +74,10 @@ def _notices(review: Review) -> list[dict[str, Any]]:
     unreviewed = not_reviewed_notice(review)
     if unreviewed is not None:
         notices.append({"message": unreviewed, "severity": "WARNING", "code": {"value": "codejury/not-reviewed"}})
+    notices += [
+        {"message": f"codejury: {line}", "severity": "INFO", "code": {"value": "codejury/review-limited"}}
+        for line in coverage_lines(review)
+    ]
     return notices
 
 

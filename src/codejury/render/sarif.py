@@ -7,7 +7,10 @@ replacement becomes a SARIF ``fix``. Reviewers that failed, an unjudged review a
 nothing reviewed (verdict ``not_reviewed``: every file skipped, the skipped files in the
 notification's properties) are reported as ``toolExecutionNotifications`` on ``invocations[0]``,
 with ``executionSuccessful: false``, so an upload never reads as a clean, complete analysis when
-part of the panel, or all of it, did not run.
+part of the panel, or all of it, did not run. What else the review could not do (an analyzer
+skipped or failed, no head-side tree, files left out or cut to fit) is one ``review-limited``
+warning notification per line: the review itself completed, so these leave ``executionSuccessful``
+as it is.
 Verdict, tier and the other review facts ride in the run's property bag.
 """
 
@@ -20,7 +23,7 @@ from urllib.parse import quote
 from codejury import __version__
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.fingerprint import unique_fingerprints
-from codejury.render import clean_text, not_reviewed_notice, one_line
+from codejury.render import clean_text, coverage_lines, not_reviewed_notice, one_line
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "codejury/v1"
@@ -29,6 +32,12 @@ NOTIFICATIONS: list[dict[str, Any]] = [
     {"id": "reviewer-failed", "shortDescription": {"text": "A reviewer failed; its part of the review is missing."}},
     {"id": "review-unjudged", "shortDescription": {"text": "The coordinator could not judge the findings."}},
     {"id": "not-reviewed", "shortDescription": {"text": "Nothing was reviewed: no model looked at the change."}},
+    {
+        "id": "review-limited",
+        "shortDescription": {
+            "text": "Part of the review did not run: an analyzer skipped or failed, no head-side tree, files left out."
+        },
+    },
 ]
 """Descriptors of the notifications a run may carry (``driver.notifications``)."""
 
@@ -126,13 +135,21 @@ def _notifications(review: Review) -> list[dict[str, Any]]:
     return notes
 
 
+def _limits(review: Review) -> list[dict[str, Any]]:
+    return [
+        {"level": "warning", "message": {"text": f"codejury: {line}"}, "descriptor": {"id": "review-limited"}}
+        for line in coverage_lines(review)
+    ]
+
+
 def review_to_sarif_dict(review: Review) -> dict[str, Any]:
     """The review as a SARIF log (plain data)."""
     rules = sorted({rule_id(f) for f in review.findings})
     index = {rule: i for i, rule in enumerate(rules)}
     fingerprints = unique_fingerprints(review.findings)
-    notifications = _notifications(review)
-    invocation: dict[str, Any] = {"executionSuccessful": not notifications}
+    failures = _notifications(review)
+    notifications = [*failures, *_limits(review)]
+    invocation: dict[str, Any] = {"executionSuccessful": not failures}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     run: dict[str, Any] = {
@@ -153,6 +170,7 @@ def review_to_sarif_dict(review: Review) -> dict[str, Any]:
             "breakGlass": review.break_glass,
             "failedReviewers": [r.name for r in _failed(review)],
             "summary": clean_text(review.summary).strip(),
+            "notes": coverage_lines(review),
         },
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

@@ -18,6 +18,7 @@ from codejury.findings import Finding, Plan, Review, ReviewerReport, Verdict
 from codejury.render import (
     SEVERITY_LABELS,
     clean_text,
+    coverage_lines,
     format_cost,
     format_duration,
     format_tokens,
@@ -129,6 +130,8 @@ def render_review_terminal(review: Review, console: Console) -> None:
     if review.dropped_findings:
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         console.print(Text(f"Dropped findings: {parts}", style="dim"))
+    for line in coverage_lines(review):
+        console.print(Text.assemble(("Could not do: ", "bold yellow"), line))
     if (injected := injection_note(review)) is not None:
         console.print(Text(injected, style="yellow"))
         for place in injection_places(review):

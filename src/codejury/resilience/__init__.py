@@ -4,6 +4,7 @@ from codejury.resilience.breaker import BOARDS, BreakerBoard, BreakerBoards, Bre
 from codejury.resilience.chain import (
     DEFAULT_FAILBACK,
     AgentWatch,
+    LiveRouting,
     ResilienceSettings,
     ResilientModel,
     build_chain,
@@ -21,6 +22,7 @@ __all__ = [
     "CircuitBreaker",
     "Classified",
     "ErrorKind",
+    "LiveRouting",
     "ModelStalled",
     "ResilienceSettings",
     "ResilientModel",

@@ -1,7 +1,8 @@
 """Failback chains: one pydantic-ai model that tries a family's models in turn, with breakers and watchdogs.
 
 ``ResilientModel`` wraps ``[newest, previous generation, ...]`` of one provider. For each request
-it walks the chain: a model whose breaker refuses is skipped; an attempt streams when the model
+it walks the chain: a model whose breaker refuses is skipped, and so is a model of a provider the
+routing document disabled while the review runs (``LiveRouting``); an attempt streams when the model
 can (so a silent model is killed after ``stall_timeout_s``, and a heartbeat line goes out every
 ``heartbeat_s``); a retryable error counts against the breaker and either waits for a short
 Retry-After and tries the same model once more, or fails back to the next model; a fatal or quota
@@ -79,6 +80,17 @@ DEFAULT_FAILBACK: dict[str, str | None] = {
 EventSink = Callable[..., None]
 
 
+@dataclass
+class LiveRouting:
+    """What the routing document, re-read while a review runs, disables now: a chain skips the models of
+    these providers as it skips a model whose circuit is open (``codejury.remote_config``)."""
+
+    disabled_providers: frozenset[str] = frozenset()
+
+    def refuses(self, spec: str) -> bool:
+        return _provider(spec) in self.disabled_providers
+
+
 @dataclass(frozen=True)
 class ResilienceSettings:
     """Watchdog and retry limits of one chain (docs/architecture.md, "Models and resilience")."""
@@ -124,6 +136,7 @@ class ResilientModel(WrapperModel):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_event: EventSink | None = None,
         watch: AgentWatch | None = None,
+        routing: LiveRouting | None = None,
     ) -> None:
         if not chain:
             raise ValueError("a failback chain needs at least one model")
@@ -135,6 +148,7 @@ class ResilientModel(WrapperModel):
         self._sleep = sleep
         self._on_event = on_event
         self.watch = watch if watch is not None else AgentWatch()
+        self.routing = routing
 
     def watched(self, watch: AgentWatch) -> ResilientModel:
         """This chain for one agent run: same models and breakers, the run's own deadline and heartbeat."""
@@ -146,6 +160,7 @@ class ResilientModel(WrapperModel):
             sleep=self._sleep,
             on_event=self._on_event,
             watch=watch,
+            routing=self.routing,
         )
 
     def __repr__(self) -> str:
@@ -166,6 +181,10 @@ class ResilientModel(WrapperModel):
         for resolved in self.chain:
             if attempted and not self._window_allows():
                 raise ChainExhausted(history, last_error, stopped=self._no_time_left()) from last_error
+            if self.routing is not None and self.routing.refuses(resolved.spec):
+                history.append((resolved.spec, "skipped, provider disabled by the routing document"))
+                previous = (resolved.spec, "provider disabled by the routing document")
+                continue
             breaker = self.board.get(resolved.spec)
             if not breaker.allow():
                 history.append((resolved.spec, "skipped, circuit open"))

@@ -1,6 +1,7 @@
 """A remote routing document server on loopback, with the ways such a server goes wrong.
 
-Paths: ``/routing.json`` serves ``body`` with ``status`` (after ``hang_s``); ``/endless`` streams
+Paths: ``/routing.json`` serves ``body`` with ``status`` (after ``hang_s``) and an ``ETag`` of the
+body (a request whose ``If-None-Match`` holds it gets a 304, counted in ``not_modified``); ``/endless`` streams
 JSON-looking bytes without end (chunked, no length); ``/drip`` sends one byte every 50 ms
 forever (each read is quick, the whole never ends); ``/loop`` redirects to itself; ``/deep``
 is an array nested 100,000 deep (under the size cap); ``/big-length`` declares a 1 GB body.
@@ -8,6 +9,7 @@ is an array nested 100,000 deep (under the size cap); ``/big-length`` declares a
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from codejury.testing.loopback import LoopbackServer, QuietHandler
@@ -23,6 +25,7 @@ class RoutingServer(LoopbackServer):
         self.status = 200
         self.hang_s = 0.0
         self.hits = 0
+        self.not_modified = 0
         outer = self
 
         class Handler(QuietHandler):
@@ -40,12 +43,22 @@ class RoutingServer(LoopbackServer):
                     return
                 if outer.hang_s:
                     outer.stopping.wait(outer.hang_s)
-                self._send(outer.status, outer.body)
+                body = outer.body
+                etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+                if outer.status == 200 and self.headers.get("if-none-match") == etag:
+                    outer.not_modified += 1
+                    self.send_response(304)
+                    self.send_header("etag", etag)
+                    self.end_headers()
+                    return
+                self._send(outer.status, body, etag)
 
-            def _send(self, status: int, body: bytes) -> None:
+            def _send(self, status: int, body: bytes, etag: str | None = None) -> None:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
+                if etag is not None:
+                    self.send_header("etag", etag)
                 self.end_headers()
                 self.wfile.write(body)
 
