@@ -24,9 +24,15 @@ demo: $(STAMP)
 	echo "Reviewing the demo change in $$dir (branch feature/reports-search-payments vs main)..." >&2 && \
 	cd $$dir && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
 
+# pytest-xdist workers for make test: 3 keep both cores of a 2-core CI machine busy while some tests wait on their
+# subprocesses and servers; a test on the embedded model runs on one CPU of its own per worker (tests/conftest.py).
+TEST_WORKERS ?= 3
+# More pytest options for make test and make test-fast, e.g. PYTEST_FLAGS=--durations=20.
+PYTEST_FLAGS ?=
+
 ## Lint, then run the whole test suite, including the end-to-end tests on the embedded model.
 test: lint test-deps
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) $(PYTEST_FLAGS)
 
 # Debian packages the tests start for real (PostgreSQL for the review store, Chromium and its driver for the
 # dashboard), installed when absent.
@@ -45,7 +51,7 @@ test-deps:
 	fi
 
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -q -m "not embedded"
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) -m "not embedded" $(PYTEST_FLAGS)
 
 ## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included);
 ## the import contracts of .importlinter (no import cycle, imports inside functions included; the layers).
@@ -59,11 +65,12 @@ lint: $(STAMP)
 # scripted model only: what the test suite runs, tests/test_benchmarks.py).
 BENCH_FLAGS ?=
 # In the order make bench runs them: the scripted model, the fake forges and provider first, the embedded model last.
-BENCHMARKS := engine publish stats dashboard telemetry index analyzers injection service repo_cache chaos run
+BENCHMARKS := engine publish stats dashboard telemetry index retrieval analyzers injection service service_pg repo_cache chaos run
 
 ## Engine scale and token economy (scripted model), publishing against the fake forges, the review store, dashboard,
-## telemetry, repository index and analyzers, the review service under webhook load, the repository cache's
-## fetches, the chaos run, then the embedded model's timings and recall. Each benchmark takes --smoke (see BENCH_FLAGS).
+## telemetry, repository index, retrieval and analyzers, the review service under webhook load (its embedded queue, then
+## PostgreSQL with two workers), the repository cache's fetches, the chaos run, then the embedded model's timings and
+## recall. Each benchmark takes --smoke (see BENCH_FLAGS).
 ## Every benchmark runs even when one before it fails or misses a target; make bench then names them and exits 1.
 ## Review quality is measured separately (hours on the embedded model): make eval-dev, make eval-golden.
 bench: $(STAMP)

@@ -1,10 +1,12 @@
 """Measure the built-in analyzers on the bundled golden set and the demo change.
 
-Usage: python benchmarks/analyzers.py [--smoke] [--cases FILE]   (prints, per case, which planted problems
-got evidence on their lines, how many hits landed elsewhere, and the time per analyzer; ``--smoke``:
+Usage: python benchmarks/analyzers.py [--smoke] [--cases FILE [--whole-files]]   (prints, per case, which
+planted problems got evidence on their lines, how many hits landed elsewhere, and the time per analyzer; ``--smoke``:
 the first 3 golden cases and the demo change; ``--cases``: instead, the pull requests of an evaluation
 set's ``cases.jsonl`` whose ``repo`` is a git bundle with ``main`` and ``feature`` branches, a hit
-matching an expected comment when it is on its lines with one line of slack, and a table per analyzer)
+matching an expected comment when it is on its lines with one line of slack, and a table per analyzer;
+``--whole-files`` with it: every line of each added or modified file counts as added, a larger sample of
+real code to hand check a tool's hits on)
 
 Every built-in analyzer runs, those off by default too.
 """
@@ -30,10 +32,10 @@ GOLDEN = ROOT / "src" / "codejury" / "eval"
 DEMO = ROOT / "examples" / "demo"
 
 
-def tree_change(base: Path, head: Path) -> ChangeSet:
-    """A change from two directory trees (every file that differs), head side at ``head``."""
+def tree_change(base: Path, head: Path, only: list[str] | None = None) -> ChangeSet:
+    """A change from two directory trees (every file that differs, or those of ``only``), head side at ``head``."""
     trees = [d for d in (base, head) if d.is_dir()]
-    paths = sorted({p.relative_to(d).as_posix() for d in trees for p in d.rglob("*") if p.is_file()})
+    paths = only or sorted({p.relative_to(d).as_posix() for d in trees for p in d.rglob("*") if p.is_file()})
     diff = ""
     for path in paths:
         old = (base / path).read_text(encoding="utf-8") if (base / path).is_file() else ""
@@ -66,22 +68,37 @@ def score(case_id: str, change: ChangeSet, expected: list[dict[str, object]], sl
             "seconds": report.seconds, "hits": hits}  # fmt: skip
 
 
-def bundle_change(bundle: Path, checkout: Path) -> ChangeSet:
-    """The change ``main`` → ``feature`` of a git bundle, cloned (``feature`` checked out) into ``checkout``."""
+def bundle_change(bundle: Path, checkout: Path, *, whole_files: bool = False) -> ChangeSet:
+    """The change ``main`` → ``feature`` of a git bundle, cloned (``feature`` checked out) into ``checkout``;
+    ``whole_files``: every line of each added or modified file counts as added (a larger sample to hand check)."""
     subprocess.run(["git", "clone", "-q", "-b", "feature", str(bundle), str(checkout)], check=True)
-    diff = subprocess.run(
-        ["git", "-C", str(checkout), "diff", "--no-color", "--no-ext-diff", "origin/main", "feature"],
-        check=True, capture_output=True,
-    ).stdout  # fmt: skip
-    return ChangeSet(files=parse_diff(diff), root=checkout)
+    git = ["git", "-C", str(checkout), "diff", "--no-color", "--no-ext-diff"]
+    if not whole_files:
+        diff = subprocess.run([*git, "origin/main", "feature"], check=True, capture_output=True).stdout
+        return ChangeSet(files=parse_diff(diff), root=checkout)
+    names = subprocess.run(
+        [*git, "--name-only", "--diff-filter=AM", "origin/main", "feature"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    names = [n for n in names if _is_text(checkout / n)]
+    empty = checkout.parent / "empty"
+    empty.mkdir(exist_ok=True)
+    return tree_change(empty, checkout, only=names)
 
 
-def evalset(cases_file: Path) -> None:
+def _is_text(path: Path) -> bool:
+    try:
+        path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def evalset(cases_file: Path, *, whole_files: bool = False) -> None:
     rows = []
     for line in cases_file.read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
         with tempfile.TemporaryDirectory() as tmp:
-            change = bundle_change(cases_file.parent / case["repo"], Path(tmp) / "repo")
+            change = bundle_change(cases_file.parent / case["repo"], Path(tmp) / "repo", whole_files=whole_files)
             rows.append(score(case["id"], change, case["expected"], slack=1))
     per_tool: dict[str, list[int]] = {}
     for row in rows:
@@ -103,9 +120,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="smoke size: 3 golden cases and the demo change")
     parser.add_argument("--cases", type=Path, help="an evaluation set's cases.jsonl of git bundles")
+    parser.add_argument(
+        "--whole-files", action="store_true", help="with --cases: every line of each changed file counts as added"
+    )
     args = parser.parse_args()
     if args.cases:
-        evalset(args.cases)
+        evalset(args.cases, whole_files=args.whole_files)
         return
     cases = (GOLDEN / "golden" / "cases.jsonl").read_text().splitlines()
     if args.smoke:

@@ -130,34 +130,46 @@ def log_tail(log: Path) -> str:
     return log.read_text(errors="replace")[-2000:]
 
 
-@contextlib.asynccontextmanager
-async def serving(env: dict[str, str], log: Path) -> AsyncIterator[str]:
-    """``codejury serve`` in a child process; yields its base URL once ``/readyz`` answers, stops it after."""
+async def wait_ready(child: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    """Until ``codejury serve`` (``child``) answers ``/readyz`` at ``base``; RuntimeError with its log's tail
+    when it exits or is not ready in 60 s."""
     import httpx2
 
-    port = free_port()
-    child = start_child(port, env, log)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx2.AsyncClient(base_url=base, timeout=2) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                if child.poll() is not None:
-                    raise RuntimeError(f"codejury serve exited {child.returncode}:\n{log_tail(log)}")
-                with contextlib.suppress(httpx2.HTTPError):
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"codejury serve did not become ready:\n{log_tail(log)}")
-                await asyncio.sleep(0.1)
-        yield base
-    finally:
-        child.send_signal(signal.SIGINT)
+    async with httpx2.AsyncClient(base_url=base, timeout=2) as client:
+        deadline = time.monotonic() + 60
+        while True:
+            if child.poll() is not None:
+                raise RuntimeError(f"codejury serve exited {child.returncode}:\n{log_tail(log)}")
+            with contextlib.suppress(httpx2.HTTPError):
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"codejury serve did not become ready:\n{log_tail(log)}")
+            await asyncio.sleep(0.1)
+
+
+def stop_child(child: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> None:
+    """``sig`` to ``child`` if it still runs, then SIGKILL after 30 s."""
+    if child.poll() is None:
+        child.send_signal(sig)
         try:
             child.wait(timeout=30)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+
+
+@contextlib.asynccontextmanager
+async def serving(env: dict[str, str], log: Path) -> AsyncIterator[str]:
+    """``codejury serve`` in a child process; yields its base URL once ``/readyz`` answers, stops it after."""
+    port = free_port()
+    child = start_child(port, env, log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await wait_ready(child, base, log)
+        yield base
+    finally:
+        stop_child(child)
 
 
 def job_counts(database: Path) -> dict[str, int]:

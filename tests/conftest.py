@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,25 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise RuntimeError(f"tests may not reach the network: {host}")
     return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _one_core_for_the_embedded_model(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In a pytest-xdist worker (make test), a test on the embedded model (and the processes it starts) runs on one CPU,
+    worker gwN on the N-th CPU it may use: llama.cpp starts one thread per CPU it may use, and its threads wait for
+    each other by spinning, so beside the other workers two threads take twice the CPU of one and finish later.
+    Alone (no xdist) the test keeps every CPU."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if request.node.get_closest_marker("embedded") is None or not worker.startswith("gw"):
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    cpus = sorted(allowed)
+    os.sched_setaffinity(0, {cpus[int(worker.removeprefix("gw") or 0) % len(cpus)]})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 @pytest.fixture(autouse=True, scope="session")

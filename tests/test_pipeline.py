@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 
-from codejury.errors import InputError, ReviewFailed
+from codejury.errors import ReviewFailed
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
 from codejury.render.markdown import render_review_markdown
@@ -311,11 +311,13 @@ async def test_dry_run_plans_without_calling_any_model(tmp_path: Path) -> None:
     assert plan.estimated_input_tokens > 500
 
 
-async def test_an_empty_change_is_a_clear_input_error(tmp_path: Path) -> None:
+async def test_an_empty_change_is_not_reviewed_and_calls_no_model(tmp_path: Path) -> None:
     from codejury.change.types import ChangeSet
 
-    with pytest.raises(InputError, match="empty"):
-        await run_review(ChangeSet(files=()), {})
+    review, resolver, _ = await run_review(ChangeSet(files=()), {})
+    assert isinstance(review, Review)
+    assert (review.verdict, review.findings, resolver.resolved) == ("not_reviewed", [], [])
+    assert review.summary == "Nothing to review: the change is empty (no file differs from its base)."
 
 
 async def test_injection_in_commit_messages_and_code_comments_stays_fenced(tmp_path: Path) -> None:

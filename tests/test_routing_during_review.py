@@ -1,15 +1,15 @@
-"""Routing that acts while a review runs: the routing document is re-read during the review (a real
-routing server on loopback whose document changes mid-review), and the models are a fake provider
+"""Routing that acts while a review runs: the routing document is re-read before each model request (a
+real routing server on loopback whose document changes mid-review), and the models are a fake provider
 on loopback driven through the real SDKs by ``codejury review``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
+import statistics
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +18,20 @@ from click.testing import CliRunner
 
 from codejury import remote_config
 from codejury.cli import cli
+from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.provider_server import FakeProviderServer, HangReply, Reply, ToolCallReply
 from codejury.testing.routing_server import RoutingServer
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
+from tests.forges.test_gitlab_bot import NEW, OLD, B
+from tests.forges.test_gitlab_bot import gl as gl  # noqa: F401  (the fixture)
 
 PATH = "app/auth/users.py"
 ANSWER_S = 0.3
 """How long the slow provider takes to answer each request."""
 CHANGE_AFTER_S = 2.0
-"""When the routing document changes, counted from the slow provider's first request."""
+"""When the routing document changes, counted from the slow provider's first request (it is published
+while the provider serves the first request that arrives that late, so every later request of the
+reviewer starts after the change)."""
 
 
 @pytest.fixture
@@ -38,27 +43,30 @@ def routing() -> Iterator[RoutingServer]:
 def slow_reviewer(
     provider: FakeProviderServer, routing: RoutingServer, document: dict[str, Any]
 ) -> list[tuple[float, float]]:
-    """The security reviewer (on provider ``slowgw``) reads files for ever, one slow answer at a time; the
+    """The security reviewer (on ``slowgw:sec``) reads files for ever, one slow answer at a time; the
     routing document becomes ``document`` ``CHANGE_AFTER_S`` after its first request. Returns
     [(when it changed: monotonic, wall clock)]."""
     changed_at: list[tuple[float, float]] = []
-
-    def change() -> None:
-        routing.body = json.dumps(document).encode()
-        changed_at.append((time.monotonic(), time.time()))
+    first: list[float] = []
 
     def source(index: int, _model: str | None) -> Reply:
-        if index == 0:
-            threading.Timer(CHANGE_AFTER_S, change).start()
+        now = time.monotonic()
+        first.append(now)
+        if not changed_at and now - first[0] >= CHANGE_AFTER_S:
+            routing.body = json.dumps(document).encode()
+            changed_at.append((time.monotonic(), time.time()))
         return HangReply(ANSWER_S, ToolCallReply([("read_file", {"path": PATH})]))
 
     provider.script_source("sec", source)
+    provider.script("sec-old", [ToolCallReply([("final_result", {"findings": []})])])
     provider.script("*", [ToolCallReply([("final_result", {"findings": []})])])
     provider.script("big", [ToolCallReply([("final_result", {"decisions": []})])])
     return changed_at
 
 
-def review(tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer) -> tuple[int, dict[str, Any], str]:
+def review(
+    tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer, extra: str = ""
+) -> tuple[int, dict[str, Any], str]:
     repo = tmp_path / "repo"
     (repo / "app/auth").mkdir(parents=True)
     (repo / PATH).write_text(AUTH_NEW)
@@ -68,7 +76,7 @@ def review(tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer)
         f'analyzers = false\nremote_config = "{routing.url}"\n'
         f"[providers.slowgw]\n{gateway}[providers.teamgw]\n{gateway}"
         '[models]\ntop = "teamgw:big"\nstandard = "teamgw:mid"\nlight = "teamgw:small"\n'
-        '[reviewers.security]\nmodel = "slowgw:sec"\n'
+        '[reviewers.security]\nmodel = "slowgw:sec"\n' + extra
     )
     diff = tmp_path / "change.diff"
     diff.write_text(unified_diff(PATH, AUTH_OLD, AUTH_NEW))
@@ -92,27 +100,41 @@ def test_a_provider_disabled_during_the_review_gets_no_further_request(
 
     code, result, err = review(tmp_path, provider, routing)
 
-    [(changed, changed_wall)] = changed_at
-    [seen] = [e for e in events(tmp_path, "routing_refresh") if e["outcome"] == "changed"]
-    seen_after = datetime.fromisoformat(seen["ts"].replace("Z", "+00:00")).timestamp() - changed_wall
+    [(changed, _)] = changed_at
     times = [r.received_at - changed for r in provider.requests_for("sec")]
     before = [t for t in times if t < 0]
-    after_seen = [t for t in times if t > seen_after + 0.05]
+    after = [t for t in times if t >= 0]
+    served = len(provider.requests)
     print(
-        f"\nslowgw disabled {CHANGE_AFTER_S:g} s into the review "
-        f"(re-read every {remote_config.REFRESH_INTERVAL_S:g} s): "
-        f"seen after {seen_after:.2f} s; {len(before)} requests to it before the change, "
-        f"{len(times) - len(before)} between the change and the re-read that saw it, {len(after_seen)} after; "
-        f"{routing.hits} document reads, {routing.not_modified} answered 304"
+        f"\nslowgw disabled {CHANGE_AFTER_S:g} s into the review: {len(before)} requests to it before the "
+        f"change, {len(after)} after; {routing.hits} document reads for {served} model requests, "
+        f"{routing.not_modified} answered 304"
     )
     assert len(before) >= 3  # the reviewer was busy on that provider when it was disabled
-    assert 0 <= seen_after <= remote_config.REFRESH_INTERVAL_S + 1.0  # the next re-read saw it
-    assert after_seen == []  # and from then on the provider got no request
+    assert after == []  # from the change on, the provider got no request
+    assert routing.hits >= len(before)  # each request read the document first: most of them a 304
     refreshes = events(tmp_path, "routing_refresh")
     assert [e["outcome"] for e in refreshes if e["outcome"] in ("read", "changed")] == ["read", "changed"]
     security = next(r for r in result["reviewers"] if r["name"] == "security")
-    assert security["status"] == "failed" and "disabled by the routing document" in security["error"]
+    assert security["status"] == "failed" and "provider disabled by the routing document" in security["error"]
     assert code == 0, err  # the rest of the panel answered: the review stands, the failure is listed
+
+
+def test_a_model_disabled_during_the_review_is_skipped_along_its_failback_chain(
+    tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer
+) -> None:
+    changed_at = slow_reviewer(provider, routing, {"disabled_models": ["SlowGW:sec"]})
+
+    code, result, err = review(tmp_path, provider, routing, '[failback]\n"slowgw:sec" = "slowgw:sec-old"\n')
+
+    [(changed, _)] = changed_at
+    assert [r for r in provider.requests_for("sec") if r.received_at >= changed] == []
+    assert len(provider.requests_for("sec-old")) == 1  # the same provider's older model took over
+    security = next(r for r in result["reviewers"] if r["name"] == "security")
+    assert security["status"] == "ok", security
+    [failback] = [e for e in events(tmp_path, "model_failback") if e["from_model"] == "slowgw:sec"]
+    assert failback["to_model"] == "slowgw:sec-old" and failback["reason"] == "model disabled by the routing document"
+    assert code == 0, err
 
 
 def test_the_kill_switch_turned_on_during_the_review_stops_it_as_partial(
@@ -124,9 +146,9 @@ def test_the_kill_switch_turned_on_during_the_review_stops_it_as_partial(
     _, result, err = review(tmp_path, provider, routing)
 
     [(changed, _)] = changed_at
-    late = [r.received_at - changed for r in provider.requests if r.received_at - changed >= 0.25 + 0.5]
+    late = [r.received_at - changed for r in provider.requests if r.received_at >= changed]
     assert routing.not_modified >= 1  # re-reading an unchanged document cost a 304
-    assert late == []  # no model of any provider is called once the review saw the switch
+    assert late == []  # no model of any provider is called once the switch is on
     assert result["verdict"] in ("significant_concerns", "requested_changes")  # partial: never an approval
     assert "the kill switch is on (provider incident)" in result["notes"][0]
     assert "stopping the review: the kill switch is on (provider incident)" in err
@@ -154,3 +176,114 @@ async def test_a_failed_re_read_keeps_the_last_document_and_warns_once(routing: 
     assert [e["outcome"] for e in seen] == ["read", "unchanged", "failed", "failed", "failed", "unchanged"]
     assert warnings == ["remote config refresh failed (HTTP 503); keeping the last document read"]
     assert watch.routing is not None and watch.routing.disabled_providers == {"openai"}
+
+
+async def test_concurrent_requests_share_one_re_read_that_started_after_them(routing: RoutingServer) -> None:
+    routing.body = json.dumps({"disabled_providers": ["openai"]}).encode()
+    changes: list[remote_config.Routing] = []
+    watch = remote_config.RoutingWatch(routing.url, warn=lambda _: None, on_event=lambda *_a, **_k: None)
+    watch.on_change = changes.append
+    try:
+        await watch.sync()
+        hits = routing.hits
+        waits = []
+        for _ in range(30):  # one request at a time, the document unchanged: one 304 each
+            began = time.perf_counter()
+            await watch.sync()
+            waits.append(time.perf_counter() - began)
+        assert routing.hits == hits + 30 and routing.not_modified == 30
+        print(f"\nwaiting for an unchanged routing document: median {statistics.median(waits) * 1000:.2f} ms")
+
+        hits = routing.hits
+        await asyncio.gather(*(watch.sync() for _ in range(20)))  # twenty requests at once share one re-read
+        assert routing.hits == hits + 1
+
+        routing.body = json.dumps({"disabled_models": ["openai:gpt-5"]}).encode()
+        await watch.sync()  # the next request sees the change before it goes out
+        assert [c.disabled_models for c in changes] == [frozenset(), frozenset({"openai:gpt-5"})]
+        assert watch.routing is not None and watch.routing.disabled_models == {"openai:gpt-5"}
+    finally:
+        await watch.aclose()
+
+
+async def test_a_document_server_that_stops_answering_costs_a_request_nothing_after_one_timeout(
+    routing: RoutingServer,
+) -> None:
+    warnings: list[str] = []
+    watch = remote_config.RoutingWatch(
+        routing.url, warn=warnings.append, on_event=lambda *_a, **_k: None, timeout_s=0.3
+    )
+    try:
+        await watch.sync()
+        routing.hang_s = 5.0
+        began = time.perf_counter()
+        await watch.sync()  # waits up to the fetch timeout once
+        first = time.perf_counter() - began
+        began = time.perf_counter()
+        for _ in range(10):
+            await watch.sync()  # then the last good document stands until the interval re-reads it
+        rest = time.perf_counter() - began
+    finally:
+        routing.hang_s = 0.0
+        await watch.aclose()
+    assert 0.25 <= first < 1.5 and rest < 0.1
+    assert warnings == ["remote config refresh failed (no answer within 0.3s); keeping the last document read"]
+    assert watch.note() == (
+        "the routing document could not be re-read during the review (no answer within 0.3s; once): "
+        "the last document read was used"
+    )
+
+
+def test_a_re_read_that_fails_during_the_review_is_one_warning_and_one_note(
+    tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer
+) -> None:
+    routing.body = json.dumps({"disabled_providers": ["nobody"]}).encode()
+
+    def source(index: int, _model: str | None) -> Reply:
+        if index == 1:
+            routing.status = 503  # from the second request on, the document server fails
+        if index < 4:
+            return ToolCallReply([("read_file", {"path": PATH})])
+        return ToolCallReply([("final_result", {"findings": []})])
+
+    provider.script_source("sec", source)
+    provider.script("*", [ToolCallReply([("final_result", {"findings": []})])])
+    provider.script("big", [ToolCallReply([("final_result", {"decisions": []})])])
+
+    code, result, err = review(tmp_path, provider, routing)
+
+    assert code == 0, err
+    assert len(provider.requests_for("sec")) == 5  # the review went on with the last good document
+    assert err.count("remote config refresh failed (HTTP 503); keeping the last document read") == 1
+    notes = [n for n in result["notes"] if "routing document" in n]
+    assert len(notes) == 1 and notes[0].startswith(
+        "the routing document could not be re-read during the review (HTTP 503;"
+    )
+
+
+async def test_the_service_reads_the_document_again_for_each_job(gl: FakeGitLab, routing: RoutingServer) -> None:  # noqa: F811
+    from codejury.service.jobs import JobRunner, ReviewSetup
+    from codejury.service.webhooks import ReviewRequest
+    from codejury.testing.scripted import Final, Raw, ScriptedResolver
+
+    env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "CODEJURY_GITLAB_URL": gl.url, "CODEJURY_RECORD_URL": ""}
+    setup = ReviewSetup(
+        model="scripted:reviewer", model_for=("coordinator=scripted:coordinator",),
+        plugins=("codejury.testing.scripted",), remote_config=routing.url,
+    )  # fmt: skip
+    resolver = ScriptedResolver({"reviewer": [Final([B])], "coordinator": [Raw({"decisions": []})]})
+    request = ReviewRequest("gitlab", f"{gl.url}/acme/widgets/-/merge_requests/7", "gitlab:acme/widgets!7")
+    runner = JobRunner(setup, env)
+    outcomes = []
+    try:
+        with resolver.active():
+            for n, document in enumerate(({}, {"kill_switch": ["acme/widgets"], "reason": "paused"}, {})):
+                if n:  # a new push each time: a head already reviewed is not reviewed again
+                    gl.push(1, 7, files={"app.py": (OLD, NEW + f"# push {n}\n")})
+                routing.body = json.dumps(document).encode()
+                outcomes.append(await runner.run(request))
+    finally:
+        await runner.close()
+    assert outcomes[0].startswith("reviewed and published")
+    assert outcomes[1] == "not reviewed, published as such: the kill switch is on (paused)"
+    assert outcomes[2].startswith("reviewed and published")  # switched off again: the next job reads that too

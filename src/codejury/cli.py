@@ -31,6 +31,7 @@ from codejury.cli_io import check_writable, shown_path
 from codejury.dashboard.command import dashboard_command
 from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
+from codejury.search_command import search_command
 from codejury.service.commands import serve_command, worker_command
 from codejury.stats_command import stats_command
 
@@ -171,6 +172,13 @@ def cli() -> None:
     help="SARIF from a tool you already run (CodeQL, Semgrep, ESLint…), read as analyzer evidence; repeatable.",
 )
 @click.option(
+    "--tests",
+    multiple=True,
+    metavar="FILE",
+    help="JUnit XML your CI job's tests wrote: failing tests are named in the review, back findings on the "
+    "changed functions they cover (evidence junit:<test id>) and are shown to the reviewers; repeatable.",
+)
+@click.option(
     "--config",
     "config_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -179,7 +187,8 @@ def cli() -> None:
 @click.option(
     "--remote-config",
     metavar="URL",
-    help="Fetch a JSON routing document (reviewer models, disabled providers, failback) at start-up.",
+    help="Fetch a JSON routing document (reviewer models, disabled providers and models, failback, kill switch) "
+    "at start-up, and again before each model request.",
 )
 @click.option(
     "--max-cost",
@@ -309,6 +318,7 @@ async def _review(env: dict[str, str], flags: ReviewFlags) -> int:
 
 cli.add_command(eval_command)
 cli.add_command(stats_command)
+cli.add_command(search_command)
 cli.add_command(dashboard_command)
 cli.add_command(serve_command)
 cli.add_command(worker_command)

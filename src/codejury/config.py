@@ -92,6 +92,15 @@ class DailyLimits:
 
 
 @dataclass(frozen=True)
+class RetrievalSettings:
+    """``[retrieval]``: the embeddings model and the reranker of code search; None: not used."""
+
+    embeddings_model: str | None = None
+    rerank_model: str | None = None
+    rerank_candidates: int = 30
+
+
+@dataclass(frozen=True)
 class Settings:
     """The user's layered settings (before plugins contribute); defaults are the schema's."""
 
@@ -145,12 +154,18 @@ class Settings:
     instructions_max_chars: int = _DEFAULT.instructions_max_chars
     related_code_tokens: int = _DEFAULT.related_code_tokens
     """Budget of the related-code section of an inline model's prompt; 0: none."""
+    discussion_tokens: int = _DEFAULT.discussion_tokens
+    """Budget of the forge discussion a reviewer reads (``get_pr_discussion`` or its prompt); 0: none."""
+    test_failures_tokens: int = _DEFAULT.test_failures_tokens
+    """Budget of the failing tests (``--tests``) in the reviewers' shared context; 0: not there."""
     record_url: str | None = None
     """Where reviews are recorded (``record.url``); None: the default SQLite file."""
     record_prompts: bool = False
     """Traces carry prompts and responses (``record.prompts``); off: names, models, tokens, timings only."""
     limits: DailyLimits = field(default_factory=DailyLimits)
     """Daily caps on reviews and spend (``[limits]``)."""
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    """Embeddings and reranker of code search (``[retrieval]``)."""
     min_confidence: Mapping[str, float] = field(default_factory=dict)
     """``[confidence]``: ``min`` and per-severity thresholds a finding needs to be published (empty: none)."""
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -220,6 +235,7 @@ TABLE_KEYS = frozenset(
         "record",
         "limits",
         "confidence",
+        "retrieval",
     }
 )
 SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
@@ -297,6 +313,9 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
     if t.limits.model_fields_set:
         given = {name: getattr(t.limits, name) for name in t.limits.model_fields_set}
         changes["limits"] = replace(base.limits, **given)
+    if t.retrieval.model_fields_set:
+        given_retrieval = {name: getattr(t.retrieval, name) for name in t.retrieval.model_fields_set}
+        changes["retrieval"] = replace(base.retrieval, **given_retrieval)
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
     merged = replace(
         base,

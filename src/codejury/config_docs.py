@@ -2,6 +2,7 @@
 
     python -m codejury.config_docs            # rewrite docs/settings.md
     python -m codejury.config_docs --check    # exit 1 when docs/settings.md is out of date
+    python -m codejury.config_docs --help     # say so, and write nothing
 
 Every key, its type, default and meaning come from ``config_schema``; the environment variables
 from ``config.ENV_SETTINGS``; the built-in providers from ``models.providers``; the flags from the
@@ -10,11 +11,12 @@ from ``config.ENV_SETTINGS``; the built-in providers from ``models.providers``; 
 
 from __future__ import annotations
 
+import argparse
 import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import click
 from pydantic import BaseModel
@@ -30,6 +32,7 @@ from codejury.config_schema import (
     PriceTable,
     ProviderTable,
     RecordTable,
+    RetrievalTable,
     ReviewerTable,
     TypeLabel,
 )
@@ -130,6 +133,8 @@ def type_label(annotation: Any, metadata: tuple[Any, ...] | list[Any] = ()) -> s
         return "table of tables" if get_origin(value) is dict or _is_table(value) else f"table of {type_label(value)}"
     if origin is list:
         return f"list of {type_label(args[0])}"
+    if origin is Literal:
+        return "one of " + ", ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in args)
     names = {bool: "boolean", int: "integer", float: "number", str: "string"}
     if _is_table(annotation):
         return "table"
@@ -306,6 +311,14 @@ def render_settings_reference() -> str:
             "recall at several thresholds from one run, to choose them.\n\n"
             "```toml\n[tool.codejury.confidence]\nmin = 0.5\ncritical = 0.8\n```",
         ),
+        *_section(
+            "[retrieval]",
+            RetrievalTable,
+            "Off by default: code search is BM25 alone, and says so in one line. With an embeddings model the "
+            "chunks are embedded (with their path and name in front) into the local index cache, per model, and "
+            "searched beside BM25; `codejury search QUERY --explain` prints every step (see docs/context.md).\n\n"
+            '```toml\n[tool.codejury.retrieval]\nembeddings_model = "ollama:nomic-embed-text"\n```',
+        ),
         "## `[plugins.NAME]`",
         "",
         "A plugin's own settings, passed to that plugin only; the plugin checks its keys.",
@@ -323,10 +336,16 @@ def render_settings_reference() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    path = Path(next((a for a in args if not a.startswith("--")), DEFAULT_PATH))
+    parser = argparse.ArgumentParser(
+        prog="python -m codejury.config_docs",
+        description="Write the settings reference from the config schema.",
+    )
+    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH, help=f"the page (default {DEFAULT_PATH})")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the page is out of date")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)  # --help prints this and exits 0
+    path: Path = args.path
     text = render_settings_reference()
-    if "--check" in args:
+    if args.check:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             print(f"{path} is out of date: run python -m codejury.config_docs", file=sys.stderr)
             return 1

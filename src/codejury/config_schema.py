@@ -216,6 +216,27 @@ class ConfidenceTable(_Table):
     suggestion: Fraction | None = Field(default=None, description="A suggestion's threshold (default: min).")
 
 
+class RetrievalTable(_Table):
+    """``[retrieval]``: code search (``search_code``, ``codejury search``): BM25, plus vectors and a reranker."""
+
+    embeddings_model: ModelString | None = Field(
+        default=None,
+        description='Embeddings model, "provider:model" on an openai or openai-compatible provider (its '
+        "/embeddings endpoint: OpenAI, Ollama, vLLM, llama.cpp, a gateway). Chunks are embedded with their "
+        "file path and name in front, kept in the local index cache per model, and searched beside BM25 "
+        "(reciprocal rank fusion). Default: none, BM25 alone.",
+    )
+    rerank_model: ModelString | None = Field(
+        default=None,
+        description='Reranker, "provider:model" on a provider with a Cohere/Jina-style /rerank endpoint '
+        "(vLLM, llama.cpp, Jina, or Cohere with base_url .../v2): the fused candidates are reordered by it. "
+        "Default: none.",
+    )
+    rerank_candidates: Annotated[int, Field(ge=1, le=100), TypeLabel("integer from 1 to 100")] = Field(
+        default=30, description="Fused candidates sent to the reranker (each cut to 2,000 characters)."
+    )
+
+
 class FileTable(_Table):
     """The codejury table: ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml, or a ``--config`` file."""
 
@@ -258,10 +279,10 @@ class FileTable(_Table):
     )
     remote_config: str | None = Field(
         default=None,
-        description="URL of a JSON routing document fetched at start-up and re-read every 2 s while the models "
-        "are called (see Remote routing in the README): https (http only to a loopback host), redirects on its "
-        'own host only, sent without any token; "" turns it off. A document that cannot be fetched or is '
-        "malformed is one warning.",
+        description="URL of a JSON routing document fetched at start-up and, while the models are called, re-read "
+        "before each model request and every 2 s (see Remote routing in the README): https (http only to a "
+        'loopback host), redirects on its own host only, sent without any token; "" turns it off. A document '
+        "that cannot be fetched or is malformed is one warning.",
     )
     plugins: dict[Name, dict[str, Any]] = Field(
         default_factory=dict, description="[plugins.NAME]: settings a plugin reads (its own keys)."
@@ -313,7 +334,8 @@ class FileTable(_Table):
     )
     enable_analyzers: list[Name] = Field(
         default_factory=list,
-        description='Analyzers that are off by default to run as well, by registered name (oxlint: ["oxlint"]).',
+        description="Analyzers that are off by default to run as well, by registered name (oxlint, mypy: "
+        '["oxlint", "mypy"]).',
     )
     disable_analyzers: list[Name] = Field(
         default_factory=list,
@@ -338,6 +360,20 @@ class FileTable(_Table):
         "model); it never takes the patches' room. 0 turns it off. Tool-capable models use search_code and "
         "find_references instead.",
     )
+    discussion_tokens: Annotated[int, Field(ge=0), TypeLabel("integer ≥ 0")] = Field(
+        default=1_500,
+        description="Budget in tokens of the merge request's or pull request's discussion (people's comments, "
+        "codejury's earlier findings and their replies, open or resolved) as a reviewer reads it: the answer of "
+        "the get_pr_discussion tool for a tool-capable model, a section of the prompt for one that gets the change "
+        "inline; the oldest threads are cut first, and the cut is said. Only on a forge (--url, --publish, CI, "
+        "the service). 0 turns it off.",
+    )
+    test_failures_tokens: Annotated[int, Field(ge=0), TypeLabel("integer ≥ 0")] = Field(
+        default=1_000,
+        description="Budget in tokens of the failing tests (from --tests JUnit reports) in the reviewers' shared "
+        "context, those covering a changed function first; the rest are cut, and the cut is said. 0 leaves them "
+        "out of the context (the review still names them, and they still back findings).",
+    )
     instructions_max_chars: Count = Field(
         default=8_000,
         description="Budget in characters of all instructions together (AGENTS.md, CLAUDE.md and "
@@ -353,6 +389,10 @@ class FileTable(_Table):
     )
     limits: LimitsTable = Field(
         default_factory=lambda: LimitsTable(), description="Daily caps on reviews and spend (see [limits])."
+    )
+    retrieval: RetrievalTable = Field(
+        default_factory=lambda: RetrievalTable(),
+        description="Embeddings and reranking for code search (see [retrieval]).",
     )
 
 

@@ -27,6 +27,8 @@ exceptions, caught where they are raised, derive from the root and are not drawn
     ├── OutputError                 the review or its event log could not be written where asked
     ├── StoreError                  the review store cannot be opened, read or written (record.schema)
     │   └── StoreTooNew             the store's schema is newer than this codejury (record.schema)
+    ├── EmbeddingsError             the embeddings or rerank server failed; BM25 answers (repocontext.embeddings)
+    ├── HeadAlreadyReviewed         a push job's head is already reviewed: nothing to do (session)
     ├── ReviewFailed                no reviewer succeeded: there is no review to publish (exit 3)
     ├── ForgeError                  a forge API call failed (forges.errors)
     │   ├── ForgeAuthError          401/403: the token is invalid or lacks a right
@@ -37,7 +39,9 @@ exceptions, caught where they are raised, derive from the root and are not drawn
     │   └── UnsafeBody              a planned forge comment failed the safety check (forges.safety)
     └── TestDoubleError             raised inside codejury.testing's fake servers, never by codejury
         ├── Refusal                 a fake forge handler answers with an error (testing.github/gitlab)
-        └── GraphQLError            the fake GitHub answers a GraphQL error (testing.github.records)
+        ├── GraphQLError            the fake GitHub answers a GraphQL error (testing.github.records)
+        ├── PostgresUnavailable     no throwaway PostgreSQL server can start here (testing.postgres)
+        └── PostgresStartFailed     initdb or pg_ctl failed (testing.postgres)
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codejury.agents.context_watch import context_notes
+from codejury.agents.discussion import CHARS_PER_TOKEN as DISCUSSION_CHARS_PER_TOKEN
+from codejury.agents.discussion import tests_section
 from codejury.agents.panel import run_panel
 from codejury.agents.prompts import shared_context
 from codejury.analyzers.stage import evidence_stage
@@ -23,7 +25,7 @@ from codejury.change.classify import tier_stage
 from codejury.change.noise import filter_stage
 from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
-from codejury.errors import InputError, ModelSetupError, ReviewFailed
+from codejury.errors import ModelSetupError, ReviewFailed
 from codejury.findings import Plan, Review, Tier
 from codejury.guardrails.screen import Screen, screen_change, suspected_injections
 from codejury.judge.naive import naive_stage
@@ -49,6 +51,7 @@ from codejury.telemetry.tracing import span, traced, traced_review
 from codejury.workspace import workspace_stage
 
 if TYPE_CHECKING:
+    from codejury.analyzers.junit import TestCoverage, TestReport
     from codejury.remote_config import Routing
 
 
@@ -60,8 +63,6 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     and progress line, the finished review (before anything renders, publishes or records it) and
     the message of a failed review (a forge posts it as the failure note).
     """
-    if not change.files:
-        raise InputError("the change is empty: there is nothing to review")
     redactor = opts.events.redactor
     opts = replace(opts, warn=_scrubbing(opts.warn, redactor), progress=_maybe_scrubbing(opts.progress, redactor))
     run = await start(change, opts)  # configure → filter → tier (and the models each reviewer runs on)
@@ -107,22 +108,31 @@ async def _reviewed(run: ReviewRun) -> Review:
     screen = Screen(run.events)  # instruction-shaped text is logged and shown, never removed (guardrails)
     with span("screen"):
         screen_change(screen, run.change, run.selection.kept, instructions=_instructions(run))
+        _screen_tests(screen, run.options.test_report)
     result = await _panel_reviewed(run, screen)
     return result.model_copy(update={"suspected_injections": suspected_injections(run.events.events)})
 
 
 async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
     models = _models(run)
+    unpriced = models.budget.unpriced(models.callable_specs) if models.budget is not None else None
+    if unpriced is not None:  # such a model counts as free: --max-cost cannot stop it
+        run.options.warn(unpriced)
     known = len(run.change.left_out)  # start() warned about these; the tools add what they cannot read
     with _breaker_events(run, models):
-        async with _routing_refreshed(run, models):
+        async with _routing_refreshed(run, models) as routing_notes:
             if run.options.baseline == "naive":
                 return await naive_stage(run, models)
-            with workspace_stage(run, _context_text(run), on_tool_result=screen.tool_result) as ctx:
+            _say_discussion(run)
+            tests = _tests(run)  # --tests: the failing tests, matched to the changed functions
+            with workspace_stage(run, _context_text(run, tests), on_tool_result=screen.tool_result) as ctx:
                 panel = await traced("reviewers", run_panel(run, ctx, models))
                 evidence = await traced("evidence", evidence_stage(run))
-                judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence))
+                judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence, tests))
     notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
+    notes += [tests.note()] if tests is not None else []  # every format names the failing tests
+    notes += routing_notes  # a re-read of the routing document that failed: the last good one was used
+    notes += [unpriced] if unpriced is not None else []
     notes += context_notes(run.events.events)  # prompts past half a model's context window
     stopped = models.budget.reason() if models.budget is not None else None
     with span("verdict"):
@@ -130,26 +140,37 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
 
 
 @asynccontextmanager
-async def _routing_refreshed(run: ReviewRun, models: ReviewModels) -> AsyncIterator[None]:
-    """While the models are called, the routing document is re-read (``remote_config``): a provider it now
-    disables gets no new request, and a kill switch now covering the review stops every model call (the
-    review is published as partial, as when the cost ceiling is reached)."""
+async def _routing_refreshed(run: ReviewRun, models: ReviewModels) -> AsyncIterator[list[str]]:
+    """While the models are called, the routing document is kept current (``remote_config``: re-read before
+    each model request): a provider or model it now disables gets no new request, and a kill switch now
+    covering the review stops every model call (the review is published as partial, as when the cost
+    ceiling is reached). Yields the review's notes about it, filled when the block ends."""
+    notes: list[str] = []
     url = run.config.settings.remote_config
     if url is None:
-        yield
+        yield notes
         return
     from codejury.remote_config import RoutingWatch, watch_routing
 
     def apply(routing: Routing) -> None:
         models.routing.disabled_providers = frozenset(p.strip().lower() for p in routing.disabled_providers)
+        models.routing.disabled_models = routing.disabled_models
         if routing.stops(run.change.meta.repository) and models.budget is not None and not models.budget.reached:
             reason = f"the kill switch is on ({routing.reason})" if routing.reason else "the kill switch is on"
             run.events.emit("kill_switch", reason=reason, during_review=True)
             run.options.warn(f"stopping the review: {reason}")
             models.budget.halt(reason)
+            models.routing.stopped = reason
 
-    async with watch_routing(RoutingWatch(url, warn=run.options.warn, on_event=run.events.emit), apply):
-        yield
+    watch = RoutingWatch(url, warn=run.options.warn, on_event=run.events.emit)
+    models.routing.freshen = watch.sync  # every model request waits for a document no older than itself
+    try:
+        async with watch_routing(watch, apply):
+            yield notes
+    finally:
+        models.routing.freshen = None
+        if (note := watch.note()) is not None:
+            notes.append(note)
 
 
 async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
@@ -256,15 +277,57 @@ def _left_out(run: ReviewRun, known: int) -> list[str]:
     return [notice] if notice is not None else []
 
 
-def _context_text(run: ReviewRun) -> str:
+def _context_text(run: ReviewRun, tests: TestCoverage | None = None) -> str:
     config = run.config
-    return shared_context(
+    text = shared_context(
         run.change,
         run.selection.kept,
         repo_instructions=config.repo_instructions,
         custom_rules=config.custom_rules,
         org_instructions=config.org_instructions,
     )
+    budget = run.settings.test_failures_tokens
+    if tests is not None and tests.failures and budget:
+        failing, _ = tests.context(budget * DISCUSSION_CHARS_PER_TOKEN)
+        text += "\n" + tests_section(failing)
+    return text
+
+
+def _tests(run: ReviewRun) -> TestCoverage | None:
+    """The ``--tests`` reports' failures matched to the changed functions of the kept files (an event says how)."""
+    report = run.options.test_report
+    if report is None:
+        return None
+    from codejury.analyzers.junit import coverage
+
+    with span("tests"):
+        found = coverage(report, run.change, run.selection.kept)
+    covering = sorted(test for test, functions in found.covers.items() if functions)
+    run.events.emit(
+        "tests", reports=list(report.files), total=report.total, failed=len(report.failures), covering=covering
+    )
+    return found
+
+
+def _screen_tests(screen: Screen, report: TestReport | None) -> None:
+    """The failing tests' names and messages are the change's own text: screened like the change."""
+    for test in report.failures if report is not None else ():
+        screen.text("test_report", f"test {test.id[:200]}", f"{test.name}\n{test.message}")
+
+
+def _say_discussion(run: ReviewRun) -> None:
+    """Whether the reviewers get the forge's discussion (``get_pr_discussion``), said in the events and progress."""
+    discussion = run.change.meta.discussion
+    if discussion is None:
+        run.options.say("no discussion to read: the review is not on a forge, so get_pr_discussion is not offered")
+        run.events.emit("discussion", available=False, reason="not reviewed on a forge")
+        return
+    opened = sum(1 for t in discussion.threads if t.open)
+    given = run.settings.discussion_tokens > 0  # 0 turns it off
+    run.events.emit(
+        "discussion", available=given, forge=discussion.forge, threads=len(discussion.threads), open=opened,
+        **({} if given else {"reason": "discussion_tokens is 0"}),
+    )  # fmt: skip
 
 
 def _instructions(run: ReviewRun) -> list[tuple[str, str | None]]:

@@ -27,6 +27,8 @@ from codejury.resilience import BreakerBoard
 if TYPE_CHECKING:
     import pluggy
 
+    from codejury.analyzers.junit import TestReport
+
 
 Baseline = Literal["naive"]
 
@@ -74,6 +76,8 @@ class ReviewOptions:
     recorders: Sequence[Recorder] = ()
     baseline: Baseline | None = None
     """``naive``: one plain prompt on the standard model instead of the panel (``codejury eval --baseline``)."""
+    test_report: TestReport | None = None
+    """The CI job's JUnit reports (``--tests``), read and checked by the composition root; None: none given."""
     admit: Callable[[ReviewRun], Awaitable[Refusal | None]] | None = None
     """The composition root's check once the run is configured and before any model is called (the kill
     switch, the daily caps): a refusal publishes and records the review as not reviewed. None: no check."""

@@ -1,11 +1,11 @@
 """The composition root: the one place a review is set up, run and torn down.
 
 ``codejury review`` (a local change, or ``--url`` / ``--publish`` on a forge), the review
-service's workers and chat jobs, ``/codejury ask`` and ``codejury eval`` (whose cases run
-``codejury review``) all come here. The caller loads its ``Plugins`` once and says what to review
-(``ReviewFlags``); this module loads the settings once, opens the event log, tracing, the
-recorders, the publishers and the forge, runs ``pipeline.review()``, and closes them all however
-the review ends. Nothing else assembles a review (docs/architecture.md draws the layers).
+service's workers and chat jobs, ``/codejury ask`` and ``codejury eval`` (each case with the flags
+of ``codejury review``, in the eval's process) all come here. The caller loads its ``Plugins``
+once and says what to review (``ReviewFlags``); this module loads the settings once, opens the
+event log, tracing, the recorders, the publishers and the forge, runs ``pipeline.review()``, and
+closes them all however the review ends. Nothing else assembles a review (docs/architecture.md draws the layers).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from codejury import pipeline
 from codejury.change.types import ChangeSet
 from codejury.cli_io import piped_stdin_has_data, shown_path
 from codejury.config import Settings
-from codejury.errors import ConfigError, InputError, OutputError
+from codejury.errors import CodejuryError, ConfigError, InputError, OutputError
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
 from codejury.plugins import Plugins, load_plugins
@@ -32,11 +32,13 @@ from codejury.record.events import EventLog
 from codejury.runstate import Refusal, ReviewOptions, ReviewRun
 
 if TYPE_CHECKING:
-    from codejury.forges.publish import Forge
+    from codejury.analyzers.junit import TestReport
+    from codejury.forges.publish import Forge, PreviousState
 
 Say = Callable[[str], None]
 
 __all__ = [
+    "HeadAlreadyReviewed",
     "Outcome",
     "Plugins",
     "ReviewFlags",
@@ -69,6 +71,8 @@ class ReviewFlags:
     reflection: bool | None = None
     exclude: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
+    tests: tuple[str, ...] = ()
+    """JUnit XML reports the CI job produced (``--tests``): failing tests named, backing findings, in context."""
     baseline: str | None = None
     config_file: Path | None = None
     remote_config: str | None = None
@@ -77,6 +81,10 @@ class ReviewFlags:
     url: str | None = None
     publish: bool = False
     max_inline: int = 20
+    skip_reviewed_head: bool = False
+    """With ``publish``: when the bot's summary already records a review of this head commit, stop
+    before any model is called (``HeadAlreadyReviewed``); a push the service queued while the same
+    head was being reviewed."""
     max_cost: float | None = None
     metrics_push: str | None = None
     metrics_textfile: Path | None = None
@@ -119,9 +127,10 @@ async def review(
     """Review what ``flags`` name with ``plugins``: a local change, or the forge's change with ``--url`` /
     ``--publish``. ``recorders`` are the caller's (it closes them); every other resource is opened and
     closed here."""
+    tests = _test_reports(flags)  # read and checked before anything else: a bad report is bad input (exit 2)
     if flags.url is not None or flags.publish:
         return await _review_on_forge(
-            env, flags, plugins, open_forge(plugins, flags.url, env, warn), warn, progress, recorders
+            env, flags, plugins, open_forge(plugins, flags.url, env, warn), warn, progress, recorders, tests
         )
     from codejury.change.select import open_source
 
@@ -130,8 +139,8 @@ async def review(
         source: Any = open_source(plugins.sources, flags)
         if hasattr(source, "__enter__"):
             source = stack.enter_context(source)
-        change = _with_stdin_hint(flags, source.load)
-        settings, opts = _options(change, env, flags, plugins, stack, warn, progress)
+        change = _with_stdin_hint(flags, source.load, warn)
+        settings, opts = _options(change, env, flags, plugins, stack, warn, progress, tests)
         output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
         ours = _closed_with(stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn)
         opts.publishers, opts.recorders = [output], [*ours, *recorders]
@@ -161,6 +170,7 @@ async def _review_on_forge(
     warn: Say,
     progress: Say | None,
     recorders: Sequence[Any],
+    tests: TestReport | None = None,
 ) -> Outcome:
     """Review the forge's change, render it and, with ``--publish``, post it (or the failure note)."""
     from codejury.forges.errors import ForgeError
@@ -174,8 +184,10 @@ async def _review_on_forge(
                 change = await forge.load_change()
                 if not change.files:
                     raise InputError(f"the {forge.noun} has no changes: there is nothing to review")
-                settings, opts = _options(change, env, flags, plugins, stack, warn, progress)
                 previous = await forge.load_previous() if flags.publish else PreviousState()
+                if flags.publish and flags.skip_reviewed_head and _reviewed_at(previous, forge.head_sha):
+                    raise HeadAlreadyReviewed(f"{forge.noun} head {forge.head_sha[:12]} is already reviewed")
+                settings, opts = _options(change, env, flags, plugins, stack, warn, progress, tests)
                 output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
                 publishers: list[Any] = [output]
                 if flags.publish:
@@ -205,6 +217,27 @@ async def _review_on_forge(
         raise output.unwritten
     _check_event_log(opts, flags)
     return Outcome(result, settings.fail_on)
+
+
+class HeadAlreadyReviewed(CodejuryError):
+    """The bot's summary already records a finished review of this head commit (``skip_reviewed_head``)."""
+
+
+def _reviewed_at(previous: PreviousState, head_sha: str) -> bool:
+    """Whether the bot's summary records a finished review (a verdict, not "not reviewed") of ``head_sha``."""
+    state = previous.state
+    if state is None or state.verdict in (None, "not_reviewed") or not head_sha:
+        return False
+    return head_sha.lower().startswith(state.head_sha) or state.head_sha.startswith(head_sha.lower())
+
+
+def _test_reports(flags: ReviewFlags) -> TestReport | None:
+    """The ``--tests`` JUnit reports, each read (capped, no DTD or entity expanded) and checked now."""
+    if not flags.tests:
+        return None
+    from codejury.analyzers.junit import read_test_reports
+
+    return read_test_reports(flags.tests)
 
 
 def review_settings(change: ChangeSet, env: Mapping[str, str], flags: ReviewFlags) -> tuple[Settings, str | None]:
@@ -254,6 +287,7 @@ def _options(
     stack: ExitStack,
     warn: Say,
     progress: Say | None,
+    tests: TestReport | None = None,
 ) -> tuple[Settings, ReviewOptions]:
     """Settings for ``change`` and the options of its review (the event log and tracing join ``stack``)."""
     settings, notice = review_settings(change, env, flags)
@@ -277,6 +311,7 @@ def _options(
         progress=progress,
         baseline="naive" if flags.baseline == "naive" else None,
         admit=_admission,
+        test_report=tests,
     )
     return settings, opts
 
@@ -356,8 +391,10 @@ def _check_event_log(opts: ReviewOptions, flags: ReviewFlags) -> None:
         raise OutputError(f"cannot write --events {shown_path(flags.events_file or Path())}: {failed}")
 
 
-def _with_stdin_hint(flags: ReviewFlags, load: Callable[[], ChangeSet]) -> ChangeSet:
-    """``load()``'s change; when git finds nothing to review but a diff waits on stdin, say how to read it."""
+def _with_stdin_hint(flags: ReviewFlags, load: Callable[[], ChangeSet], warn: Say) -> ChangeSet:
+    """``load()``'s change; when git finds nothing to review but a diff waits on stdin, say how to read it.
+    A branch with no change against its base is no error: one line says so, and the review is
+    ``not_reviewed``; an empty diff (``--diff``) is bad input."""
     hint = "; to review a diff from stdin, use --diff -"
     try:
         change = load()
@@ -367,8 +404,22 @@ def _with_stdin_hint(flags: ReviewFlags, load: Callable[[], ChangeSet]) -> Chang
         raise
     if not change.files:
         empty = "the change is empty: there is nothing to review"
-        raise InputError(empty + hint if flags.diff_file is None and piped_stdin_has_data() else empty)
+        if flags.diff_file is not None:  # an empty diff: the command that wrote it likely failed
+            raise InputError(empty)
+        if piped_stdin_has_data():  # a diff meant for --diff -: a usage error
+            raise InputError(empty + hint)
+        warn(f"nothing to review: {empty_change(change)}")  # git found no change: a not_reviewed review
     return change
+
+
+def empty_change(change: ChangeSet) -> str:
+    """Why ``change`` has nothing to review, in a few words."""
+    meta = change.meta
+    if meta.base_ref and meta.base_ref == meta.head_ref:
+        return f"{meta.head_ref} is the base branch itself, and nothing differs from it"
+    if meta.base_ref and meta.head_ref:
+        return f"{meta.head_ref} has no changes against {meta.base_ref}"
+    return "the change is empty"
 
 
 def _read_config(path: Path) -> str:

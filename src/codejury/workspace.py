@@ -30,6 +30,7 @@ from codejury.change.types import ChangeSet, FileChange, Hunk
 
 if TYPE_CHECKING:
     from codejury.agents.runner import ChangeContext
+    from codejury.repocontext import RepoContext
     from codejury.runstate import ReviewRun
 
 PATCH_DIR = "patches"
@@ -148,7 +149,6 @@ def workspace_stage(
     from codejury.agents.git_tools import GitRepoTools
     from codejury.agents.runner import ChangeContext
     from codejury.agents.tools import RepoTools
-    from codejury.repocontext import RepoContext
     from codejury.reviewers.roster import shared_rules
 
     with tempfile.TemporaryDirectory(prefix="codejury-") as tmp:
@@ -165,9 +165,30 @@ def workspace_stage(
             tools=RepoTools(run.change.root, patches) if head is None else GitRepoTools(head, patches),
             shared_rules=shared_rules(),
             sections=run.config.prompt_sections,
-            repo=None
-            if head is None and run.change.root is None
-            else RepoContext(run.change.root if head is None else None, head=head, on_built=run.events.emit),
+            repo=None if head is None and run.change.root is None else _repo_context(run),
             related_code_tokens=run.settings.related_code_tokens,
             on_tool_result=on_tool_result,
+            discussion=run.change.meta.discussion if run.settings.discussion_tokens else None,
+            discussion_tokens=run.settings.discussion_tokens,
         )
+
+
+def _repo_context(run: ReviewRun) -> RepoContext:
+    """The repository index over the head commit's tree (or the checkout), built when first asked for.
+
+    Imported here: the index's search libraries load only for a review with a tree to index."""
+    from codejury.repocontext import RepoContext
+    from codejury.repocontext.retrieval import RetrievalConfig
+
+    head = run.change.head
+    given = run.settings.retrieval
+    retrieval = RetrievalConfig(
+        given.embeddings_model, given.rerank_model, given.rerank_candidates, run.config.providers, run.options.env
+    )
+    return RepoContext(
+        run.change.root if head is None else None,
+        head=head,
+        on_event=run.events.emit,
+        retrieval=retrieval,
+        trace_query=run.settings.record_prompts,
+    )

@@ -200,7 +200,8 @@ def test_without_a_checkout_only_patches_are_available() -> None:
 
 
 def test_agent_tools_follow_the_allowed_set(tools: RepoTools) -> None:
-    assert {"read_file", "read_patch", "grep", "list_files", "search_code", "find_references"} == TOOL_NAMES
+    expected = {"read_file", "read_patch", "grep", "list_files", "search_code", "find_references", "get_pr_discussion"}
+    assert expected == TOOL_NAMES
     assert [t.name for t in as_agent_tools(tools, TOOL_NAMES)] == [
         "grep",
         "list_files",

@@ -20,7 +20,7 @@ async def test_a_live_key_on_an_added_line_is_critical_and_not_repeated(tmp_path
     assert [(e.path, e.start_line, e.severity, e.rule) for e in evidence] == [
         ("shop/payments.py", 2, "critical", "stripe-access-key")
     ], "the AWS key on the unchanged line 1 is not the change's"
-    assert LIVE not in evidence[0].message and evidence[0].message.count("sk_live_") == 1
+    assert "sk_live" not in evidence[0].message  # not even its first characters
 
 
 async def test_provider_formats_in_any_text_file_are_critical(tmp_path: Path) -> None:

@@ -42,3 +42,14 @@ def test_a_repository_url_counts_by_its_fields_only(tmp_path: Path) -> None:
     case = EvalCase(id="u1", repo="https://example.invalid/acme/shop.git", base="main", head="feature")
     assert case_key(case) == case_key(case.model_copy())
     assert case_key(case) != case_key(case.model_copy(update={"head": "other"}))
+
+
+def test_a_replaced_test_report_gets_a_new_key(tmp_path: Path) -> None:
+    diff = tmp_path / "change.diff"
+    diff.write_text("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n")
+    report = tmp_path / "junit.xml"
+    report.write_text('<testsuite><testcase classname="t" name="test_a"/></testsuite>')
+    case = EvalCase(id="c1", diff=str(diff), tests=(str(report),))
+    first = case_key(case)
+    report.write_text('<testsuite><testcase classname="t" name="test_a"><failure/></testcase></testsuite>')
+    assert case_key(case) != first

@@ -39,10 +39,11 @@ def test_relative_repo_and_diff_paths_resolve_against_the_dataset(tmp_path: Path
     path = write(
         tmp_path,
         GOOD,
-        {"id": "c2", "diff": "diffs/c2.diff"},
+        {"id": "c2", "diff": "diffs/c2.diff", "tests": ["ci/junit.xml", "/abs/report.xml"]},
         {"id": "c3", "repo": "https://example.com/r.git", "base": "a", "head": "b"},
     )
     cases = load_cases(path)
+    assert cases[1].tests == (str(tmp_path / "ci/junit.xml"), "/abs/report.xml")  # given to the review as --tests
     assert cases[0].repo == str(tmp_path / "bundles/c1.bundle")
     assert cases[0].expected[0].end_line == 4
     assert cases[1].diff == str(tmp_path / "diffs/c2.diff")

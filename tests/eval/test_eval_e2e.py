@@ -1,8 +1,8 @@
-"""`codejury eval` end to end: three cases reviewed by real `codejury review` processes.
+"""`codejury eval` end to end: three cases reviewed in the eval's process by the composition root.
 
 Every model tier points at the fake OpenAI-compatible server on loopback, which scripts the
 reviewers' findings; the scores asserted below are computed by hand from those findings.
-The eval itself (dataset, scoring, judge, report) runs in-process through click's runner.
+The eval (dataset, reviews, scoring, judge, report) runs in this process through click's runner.
 
 The three cases and what the scripted reviewers find in them:
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -485,3 +486,81 @@ def test_the_naive_baseline_runs_beside_the_panel_on_the_embedded_model(tmp_path
     else:
         assert "token limit" in naive["error"] and "\n" not in naive["error"]
     assert doc["cases"][0]["id"] == doc["baseline"]["cases"][0]["id"]
+
+
+def test_a_case_that_raises_is_a_failed_case_in_one_line_and_the_others_score(
+    tmp_path: Path, server: FakeProviderServer, config: Path
+) -> None:
+    # A plugin with a bug: its configure hook raises on the go-retry change, quoting the provider key.
+    dataset = write_dataset(tmp_path / "set")
+    report = tmp_path / "eval.json"
+    args = [str(dataset), "--config", str(config), "--plugin", "tests.eval.crashing_plugin", "--json", str(report)]
+    result = run_eval(tmp_path, *args)
+    assert result.exit_code == 0, result.stderr
+    assert "1 case(s) failed to review" in result.stderr
+    doc = json.loads(report.read_text())
+    by_id = {c["id"]: c for c in doc["cases"]}
+    go = by_id["go-retry"]
+    assert go["verdict"] is None
+    assert go["error"] == (
+        "plugin tests.eval.crashing_plugin failed to configure: no route for key [REDACTED] in svc/retry.go"
+    )
+    assert KEY not in result.stderr + result.stdout + report.read_text()
+    assert (by_id["py-find-user"]["matched"], by_id["py-find-user"]["verdict"]) == (1, "requested_changes")
+    assert by_id["js-render"]["error"] is None
+    assert (doc["overall"]["failed_cases"], doc["overall"]["matched"]) == (1, 1)
+    assert "[2/3] go-retry: failed: plugin tests.eval.crashing_plugin failed to configure" in result.stderr
+
+
+PRICED = '[prices."gw:big"]\ninput = 10.0\noutput = 30.0\n[prices."gw:mid"]\ninput = 5.0\noutput = 15.0\n'
+
+
+def test_progress_names_each_case_with_its_eta_and_the_running_cost(
+    tmp_path: Path, server: FakeProviderServer, config: Path
+) -> None:
+    config.write_text(config.read_text() + PRICED)
+    dataset = write_dataset(tmp_path / "set")
+    report = tmp_path / "eval.json"
+    result = run_eval(tmp_path, str(dataset), "--config", str(config), "--json", str(report))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(report.read_text())
+    costs = {c["id"]: c["cost_usd"] for c in doc["cases"]}
+    assert all(cost > 0 for cost in costs.values()), costs
+    # stderr is not a terminal here: one plain line per finished case, in the dataset's order (--jobs 1).
+    lines = [line for line in result.stderr.splitlines() if line.startswith("codejury eval: codejury [")]
+    assert len(lines) == 3, result.stderr
+    running = 0.0
+    for done, (line, case_id) in enumerate(zip(lines, costs, strict=True), start=1):
+        running += costs[case_id]
+        head = rf"codejury eval: codejury \[{done}/3\] {case_id}: "
+        match = re.fullmatch(head + r".* elapsed, ETA (\d+):(\d\d):(\d\d), \$([0-9.]+) so far\)", line)
+        assert match is not None, line
+        assert float(match.group(4)) == pytest.approx(running, abs=1e-4)
+    assert lines[-1].split("ETA ")[1].startswith("0:00:00,")  # nothing left after the last case
+
+
+def test_a_case_gives_the_findings_and_verdict_codejury_review_gives(
+    tmp_path: Path, server: FakeProviderServer, config: Path
+) -> None:
+    from codejury.eval.checkout import checkout
+    from codejury.eval.dataset import load_cases
+
+    dataset = write_dataset(tmp_path / "set")
+    report = tmp_path / "eval.json"
+    result = run_eval(tmp_path, str(dataset), "--config", str(config), "--limit", "1", "--json", str(report))
+    assert result.exit_code == 0, result.stderr
+    [case] = json.loads(report.read_text())["cases"]
+
+    # The same case through `codejury review --repo --base --head`, as a user would run it.
+    repo, base, head = checkout(load_cases(dataset)[0], tmp_path / "checkout")
+    env = {"GW_KEY": KEY, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ["review", "--repo", str(repo), "--base", base, "--head", head, "--format", "json", "--config", str(config)]
+    review = CliRunner(env=env).invoke(cli, args, catch_exceptions=False)
+    assert review.exit_code == 1, review.stderr  # the critical SQL injection reaches the default --fail-on
+    data = json.loads(review.stdout)
+    keys = ("path", "start_line", "end_line", "severity", "title", "body", "reviewer", "evidence", "confidence")
+    assert case["verdict"] == data["verdict"] == "requested_changes"
+    assert [{k: f[k] for k in keys} for f in case["found"]] == [
+        {k: f.get(k, [] if k == "evidence" else None) for k in keys} for f in data["findings"]
+    ]
+    assert any(f["evidence"] for f in case["found"])  # the analyzers ran in the eval too (ruff's S608)

@@ -42,7 +42,7 @@ async def test_every_inline_reviewer_gets_the_same_section_after_the_patches(rep
         patches=[(f.path, numbered_patch(f)) for f in files],
         tools=RepoTools(repo, {}),
         shared_rules="Rules.",
-        repo=RepoContext(repo, cache_dir=tmp_path / "cache", on_built=events.emit),
+        repo=RepoContext(repo, cache_dir=tmp_path / "cache", on_event=events.emit),
         related_code_tokens=600,
     )
     for focus in ("Security focus.", "Performance focus."):

@@ -138,6 +138,34 @@ async def test_a_gitlab_push_is_reviewed_and_published_by_the_embedded_queue(
     store.close()
 
 
+async def test_a_push_for_a_head_already_reviewed_calls_no_model_and_posts_nothing(
+    gl: FakeGitLab, scripted: ScriptedResolver, tmp_path: Path
+) -> None:
+    """A second delivery for the head the bot has just reviewed (a push queued while that head was being
+    reviewed, a relabel, a reopen) finds the review in the bot's summary and stops before any model."""
+    opts = options(
+        tmp_path,
+        CODEJURY_GITLAB_TOKEN=FakeGitLab.BOT_TOKEN,
+        CODEJURY_GITLAB_WEBHOOK_TOKEN=GITLAB_TOKEN,
+        CODEJURY_GITLAB_URL=gl.url,
+    )
+    lines: list[str] = []
+    head = gl.diff_refs(1, 7)["head_sha"]
+    url = f"{gl.url}/acme/widgets/-/merge_requests/7"
+    async with serving(build_service(opts, say=lines.append)) as base, httpx2.AsyncClient(base_url=base) as c:
+        body, headers = gitlab_delivery(mr_event(url, head_sha=head))
+        assert (await c.post("/webhooks/gitlab", content=body, headers=headers)).json()["outcome"] == "queued"
+        await until(lambda: any("reviewed and published" in line for line in lines))
+        reviews = scripted.resolved.count("scripted:reviewer")
+        assert reviews >= 1
+        body, headers = gitlab_delivery(mr_event(url, head_sha=head, action="reopen"))
+        assert (await c.post("/webhooks/gitlab", content=body, headers=headers)).json()["outcome"] == "queued"
+        await until(lambda: any("nothing to do" in line for line in lines))
+    assert any(f"head {head[:12]} is already reviewed" in line for line in lines)
+    assert scripted.resolved.count("scripted:reviewer") == reviews, "no model was set up for the second job"
+    assert len(gitlab_summaries(gl)) == 1
+
+
 # -- the queue itself: persisted across restarts, retried with backoff --------------------------------
 def request(n: int = 7) -> ReviewRequest:
     return ReviewRequest("gitlab", f"https://gitlab.example/acme/widgets/-/merge_requests/{n}", f"gitlab:a/w!{n}")

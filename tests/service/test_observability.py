@@ -26,7 +26,7 @@ from codejury.service.webhooks import ReviewRequest
 from codejury.telemetry.service_metrics import JobMetrics, QueueDepth, QueueMetrics
 from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, Raw, ScriptedResolver, Sleep
-from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery
+from tests.service.helpers import GITLAB_TOKEN, NEW, OLD, gitlab_delivery
 from tests.service.helpers import gitlab_mr_event as mr_event
 from tests.service.test_local_reviews import FINDING, gitlab_summaries, options, serving, until
 
@@ -67,6 +67,9 @@ async def test_serve_exports_build_info_queue_depth_and_the_reviews_it_ran(gl: F
             got = samples((await c.get("/metrics")).text)
             assert jobs(got) == (1, 1)
             assert 0 <= got[("codejury_review_oldest_waiting_job_age_seconds", ())] < 60
+            # the forge gets the second push once the first job has read its head (its models are set up)
+            await until(lambda: "scripted:reviewer" in scripted.resolved)
+            gl.push(1, 7, files={"app.py": (OLD, NEW + "# second push\n")})
             await until(lambda: len(gitlab_summaries(gl)) >= 1)
 
             async def both_counted() -> Samples:

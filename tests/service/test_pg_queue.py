@@ -30,7 +30,6 @@ from tests.service.helpers import GITLAB_TOKEN, NEW, OLD, gitlab_delivery, gitla
 from tests.service.test_chat import note_delivery
 from tests.service.test_local_reviews import serving
 
-WORKER = Path(__file__).with_name("worker_main.py")
 ROOT = Path(__file__).parents[2]
 
 
@@ -61,11 +60,12 @@ def _statuses(url: str) -> list[str]:
 def _worker(
     url: str, sleep_s: float, log: Path, env: dict[str, str], *more: str, extra: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """A ``codejury worker`` process; ``extra``: worker_main's own arguments (``sql``: the reviewer's finding)."""
+    """A ``codejury worker`` process (``codejury.testing.scripted_worker``); ``extra``: its own arguments (``sql``:
+    the reviewer's finding)."""
     flags = ["--database", url, "--heartbeat", "0.5", "--stalled-after", "2", *more]
     with log.open("wb") as out:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
-            [sys.executable, str(WORKER), str(sleep_s), *extra, "--", *flags],
+            [sys.executable, "-m", "codejury.testing.scripted_worker", str(sleep_s), *extra, "--", *flags],
             cwd=ROOT,
             env=env,
             stdout=out,

@@ -104,7 +104,7 @@ def _index_functions(
     """``search_code`` and ``find_references``: the repository index (built on the first call)."""
 
     async def search_code(query: str, k: int = 8) -> str:
-        """Search the repository's functions and classes by name or by words (BM25 over identifiers).
+        """Search the repository's functions and classes by name or by words (BM25, with vectors when configured).
 
         Returns the best chunks as 'path:start-end kind name' with their first numbered lines.
 

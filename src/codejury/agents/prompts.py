@@ -35,6 +35,8 @@ BOUNDARY_TAGS: tuple[str, ...] = (
     "thread_reply",
     "expected_comment",
     "finding",
+    "pr_discussion",
+    "test_failures",
 )
 _TAG_RE = re.compile(
     r"<\s*/?\s*(?:" + "|".join(BOUNDARY_TAGS) + r")\b[^>]*>",
@@ -87,7 +89,7 @@ def shared_context(
         parts.append(fence("mr_details", f"author: {meta.author}\nbase: {meta.base_ref}\nhead: {meta.head_ref}"))
     if meta.commits:
         parts.append(fence("commit_messages", "\n---\n".join(meta.commits[:50])))
-    if meta.comments:
+    if meta.comments and meta.discussion is None:  # on a forge the discussion has them, with their threads
         parts.append(fence("comments", "\n---\n".join(meta.comments[:50])))
     parts.append(fence("changed_files", file_list(files)))
     if repo_instructions:

@@ -28,7 +28,11 @@ from codejury.agents.sandbox import Missing, Opened, Resolved, Sandbox, norm
 
 INDEX_TOOL_NAMES: frozenset[str] = frozenset({"search_code", "find_references"})
 """Tools over the repository index (``codejury.repocontext``), offered when the review has one."""
-TOOL_NAMES: frozenset[str] = frozenset({"read_file", "read_patch", "grep", "list_files"}) | INDEX_TOOL_NAMES
+FORGE_TOOL_NAMES: frozenset[str] = frozenset({"get_pr_discussion"})
+"""Tools over the change's forge (``agents.discussion``), offered when the review runs on one."""
+TOOL_NAMES: frozenset[str] = (
+    frozenset({"read_file", "read_patch", "grep", "list_files"}) | INDEX_TOOL_NAMES | FORGE_TOOL_NAMES
+)
 
 _BINARY_SNIFF = 8192
 _MAX_LINE_CHARS = 2000

@@ -22,7 +22,8 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
   languages with a rule selection chosen for precision: ``shellcheck`` (shell scripts and workflow
   ``run:`` blocks), ``zizmor`` (GitHub Actions workflows), ``cppcheck`` (C/C++, error and warning),
   ``typos`` (misspellings), ``oxlint`` (JavaScript/TypeScript, correctness; off by default,
-  ``OFF_BY_DEFAULT``: ``enable_analyzers = ["oxlint"]``).
+  ``OFF_BY_DEFAULT``: ``enable_analyzers = ["oxlint"]``), ``mypy`` (type errors that fail at run time
+  on the changed Python files, read with the repository's head tree; off by default too).
 
 ``--evidence FILE`` adds SARIF from any other tool (``analyzers.sarif.SarifEvidence``).
 ``collect_evidence`` runs them all at once within a budget (``analyzers.runner``), and
@@ -49,9 +50,9 @@ __all__ = [
 ]
 
 
-OFF_BY_DEFAULT: frozenset[str] = frozenset({"oxlint"})
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"oxlint", "mypy"})
 """Registered analyzers that run only when ``enable_analyzers`` names them: fewer than half of their hits
-were real problems by a hand check on real pull requests (the README's Analyzers section)."""
+were real problems by a hand check on real pull requests (docs/analyzers.md)."""
 
 
 def builtin_analyzers() -> dict[str, Analyzer]:
@@ -61,6 +62,7 @@ def builtin_analyzers() -> dict[str, Analyzer]:
     from codejury.analyzers.hadolint import HadolintAnalyzer
     from codejury.analyzers.hidden_text import HiddenTextAnalyzer
     from codejury.analyzers.hygiene import HygieneAnalyzer
+    from codejury.analyzers.mypy import MypyAnalyzer
     from codejury.analyzers.oxlint import OxlintAnalyzer
     from codejury.analyzers.ruff import RuffAnalyzer
     from codejury.analyzers.rules import RulePackAnalyzer
@@ -84,4 +86,5 @@ def builtin_analyzers() -> dict[str, Analyzer]:
         "oxlint": OxlintAnalyzer(),
         "cppcheck": CppcheckAnalyzer(),
         "typos": TyposAnalyzer(),
+        "mypy": MypyAnalyzer(),
     }

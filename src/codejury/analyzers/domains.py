@@ -39,6 +39,7 @@ DOMAIN_TABLE: Final[tuple[tuple[str, str, Domain], ...]] = (
     ("oxlint", "", "code_quality"),
     ("cppcheck", "", "code_quality"),
     ("typos", "", "code_quality"),
+    ("mypy", "", "code_quality"),
 )
 """(analyzer, rule prefix, reviewer): the first matching row decides."""
 

@@ -49,6 +49,8 @@ class HiddenTextAnalyzer:
         hits: list[Evidence] = []
         for file in files_with_additions(change):
             for number, text in added_text(file):
+                if text.isascii():  # every character these rules look for is outside ASCII
+                    continue
                 rules = dict.fromkeys(rule for rule, _, _ in invisible_hits(text))
                 for rule in rules:
                     severity, title, advice = _WHAT[rule]

@@ -34,7 +34,8 @@ async def evidence_stage(run: ReviewRun) -> EvidenceReport:
     if settings.analyzers:
         from codejury.lifecycle import collect_registry
 
-        analyzers.update(collect_registry(run.options.plugin_manager, "codejury_register_analyzers"))
+        registered = collect_registry(run.options.plugin_manager, "codejury_register_analyzers")
+        analyzers.update(chosen(registered, enable=settings.enable_analyzers, disable=settings.disable_analyzers))
     if settings.evidence:
         from codejury.analyzers.sarif import SarifEvidence
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from codejury.change.discussion import Discussion
+
 if TYPE_CHECKING:
     from codejury.change.head_tree import HeadTree
 
@@ -119,6 +121,8 @@ class ChangeMeta:
     """Which change there (``!12``, ``#34``, the branch name); empty for a diff file."""
     head_sha: str = ""
     """The head commit reviewed; empty when only a diff is known."""
+    discussion: Discussion | None = None
+    """The merge request's or pull request's discussion on its forge; None when the review is not on a forge."""
 
 
 @dataclass(frozen=True)

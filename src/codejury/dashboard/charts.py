@@ -106,13 +106,18 @@ def _figure(label: str, body: Sequence[Markup], height: float, parts: Sequence[P
     ).format(w=WIDTH, h=_num(height), label=label, body=Markup("").join(body), legend=_legend(parts))
 
 
-def line_chart(labels: Sequence[str], lines: Sequence[Part], *, label: str, fmt: Formatter) -> Markup:
-    """One line per part over the buckets in ``labels``; a missing value (None) breaks the line."""
+def line_chart(
+    labels: Sequence[str], lines: Sequence[Part], *, label: str, fmt: Formatter, most: float | None = None
+) -> Markup:
+    """One line per part over the buckets in ``labels``; a missing value (None) breaks the line. ``most``:
+    the largest value there can be (1 for a rate), where the axis stops whatever the values are."""
     values = [v for p in lines for v in p.values if v is not None]
     if not labels or not values:
         return _empty(label)
     plot_height = HEIGHT - TOP - BOTTOM
     top_value = axis_top(max(values))
+    if most is not None:
+        top_value = min(top_value, most)  # every rate 0: 0% to 100%, not 0% to 400%
     step = (WIDTH - LEFT - RIGHT) / len(labels)
     body = [*_y_axis(top_value, fmt, plot_height), *_x_labels(labels, step, plot_height)]
     for part in lines:

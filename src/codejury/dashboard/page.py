@@ -41,7 +41,7 @@ from codejury.dashboard.series import (
 from codejury.record import schema
 from codejury.record.stats import Stats, assemble_stats, compute_stats, on_own_connection, review_scope
 from codejury.record.store import Store, utc_naive
-from codejury.render import format_cost, format_duration, grounds, section_title
+from codejury.render import counted, format_cost, format_duration, grounds, section_title
 from codejury.secrets import Redactor
 
 RECENT = 50
@@ -109,7 +109,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        money=money, duration=duration, count=count, percent=percent, when=when, section=section_title,
+        money=money, duration=duration, count=count, counted=counted, percent=percent, when=when, section=section_title,
         verdict=lambda v: VERDICT_LABELS.get(v, v),
     )  # fmt: skip
     env.globals["verdict_color"] = lambda v: VERDICT_COLORS.get(v, "#6b7280")
@@ -211,7 +211,7 @@ def build_charts(data: Dashboard) -> dict[str, Markup]:
                 Part("acted on", [p.acted_on_rate for p in series.acted], "#16a34a"),
                 Part("dismissed", [p.dismissed_rate for p in series.acted], "#6b7280", dashed=True),
             ],
-            label=f"Acted-on rate of the findings published per {unit}", fmt=percent,
+            label=f"Acted-on rate of the findings published per {unit}", fmt=percent, most=1.0,
         )  # fmt: skip
         models = _top_models(series)
         out["tokens_time"] = charts.stacked_bar_chart(
@@ -224,7 +224,7 @@ def build_charts(data: Dashboard) -> dict[str, Markup]:
             labels,
             [Part(m, [p.cache_hit_rate for p in series.models[m]], PALETTE[i % len(PALETTE)])
              for i, m in enumerate(models)],
-            label=f"Cache hit rate per {unit}, by model", fmt=percent,
+            label=f"Cache hit rate per {unit}, by model", fmt=percent, most=1.0,
         )  # fmt: skip
     reviewers = stats.findings_by_reviewer.rows
     out["by_reviewer"] = charts.hbar_chart(

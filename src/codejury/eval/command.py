@@ -37,8 +37,9 @@ METRICS_HELP = "precision, recall, f1, judged_precision, judged_recall, judged_f
 def eval_command(**flags: Any) -> None:
     """Review every case of a dataset (JSONL of pull requests with expected comments) and score the findings.
 
-    Each case is reviewed exactly as `codejury review` reviews it, in a temporary checkout. The
-    markdown table goes to stdout (or --output); exit 1 when a --fail-below threshold is missed.
+    Each case is reviewed exactly as `codejury review` reviews it, in a temporary checkout, in this
+    process (every model is loaded once for all cases). Progress goes to stderr. The markdown table
+    goes to stdout (or --output); exit 1 when a --fail-below threshold is missed.
     """
     import os
 

@@ -67,6 +67,8 @@ class EvalCase(BaseModel):
     """A directory holding ``base/`` and ``head/`` file trees, committed as two branches of a fresh repository."""
     title: str | None = None
     description: str | None = None
+    tests: tuple[str, ...] = ()
+    """JUnit XML reports of the case's CI run, reviewed with ``--tests``."""
     expected: tuple[ExpectedComment, ...] = ()
     known_false_positives: tuple[KnownFalsePositive, ...] = ()
 
@@ -129,6 +131,7 @@ def load_cases(path: Path) -> list[EvalCase]:
                     "repo": _resolve(case.repo, root),
                     "diff": _resolve(case.diff, root),
                     "tree": _resolve(case.tree, root),
+                    "tests": tuple(str(_resolve(t, root)) for t in case.tests),
                 }
             )
         )

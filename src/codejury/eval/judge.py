@@ -23,6 +23,8 @@ from codejury.locations import overlaps
 from codejury.models.pricing import PriceTable, usage_from_run
 from codejury.models.profiles import ResolvedModel
 
+AGENT_NAME = "eval-judge"
+"""The judge agent's name on its trace spans (``invoke_agent eval-judge``)."""
 JUDGE_PROMPT = (
     "You compare two code review comments on the same lines of a change. The first was written by "
     "an engineer, the second by an automated reviewer. Answer same_problem = true only when both "
@@ -48,7 +50,9 @@ async def judge_pairs(
     """(accepted (finding, expected) pairs, usage, pairs the judge failed to answer)."""
     pairs = [(i, j) for i, f in enumerate(findings) for j, e in enumerate(expected) if overlaps(f, e)]
     output = NativeOutput(JudgeAnswer) if model.profile.output_mode == "native" else JudgeAnswer
-    agent: Agent[None, JudgeAnswer] = Agent(model.model, output_type=output, system_prompt=JUDGE_PROMPT, retries=1)
+    agent: Agent[None, JudgeAnswer] = Agent(
+        model.model, name=AGENT_NAME, output_type=output, system_prompt=JUDGE_PROMPT, retries=1
+    )
     accepted: set[tuple[int, int]] = set()
     total = Usage()
     unanswered = 0

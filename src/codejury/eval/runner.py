@@ -1,18 +1,23 @@
 """Run an eval: every case reviewed exactly as ``codejury review`` reviews it, then scored.
 
-Each case is checked out in a temporary directory and reviewed by a ``codejury review``
-process (the same code path, config layering and flags a user runs; a crash in one case cannot
-take the eval down). Results are cached per case and config hash, so an interrupted eval
-resumes where it stopped. The naive baseline is the same command with ``--baseline naive``.
+Each case is checked out in a temporary directory and reviewed in this process by the composition
+root (``codejury.session.review``, docs/architecture.md) with the flags ``codejury review --repo
+DIR --base BASE --head HEAD`` (or ``--diff FILE``) would get: the same config layering, plugins,
+analyzers, repository index and reviewer tools. The plugins are loaded once per eval and the
+models resolved once and kept across cases, so the embedded model's server starts once, not once
+per case. An exception in one case (a timeout, no reviewer succeeding, a bug) is a failed case
+with a one-line error, never a crash of the eval. Results are cached per case and config hash,
+so an interrupted eval resumes where it stopped. The naive baseline is the same review with
+``--baseline naive``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,13 +26,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from codejury import __version__
-from codejury.errors import InputError
+from codejury import __version__, session
+from codejury.errors import CodejuryError, InputError, ReviewFailed
 from codejury.eval.checkout import checkout
 from codejury.eval.dataset import EvalCase
 from codejury.eval.results import CaseRun, FoundFinding
+from codejury.secrets import redact_env
 
 CASE_TIMEOUT_S = 3600.0
+ERROR_MAX_CHARS = 300
 Mode = str  # "panel" or "naive"
 
 
@@ -35,13 +42,36 @@ Mode = str  # "panel" or "naive"
 class EvalSettings:
     """How every case is reviewed: the ``codejury review`` flags shared by all cases, and where to cache."""
 
-    review_args: tuple[str, ...] = ()
-    """``--config``, ``--model``, ``--model-for`` and ``--plugin`` flags, passed on unchanged."""
-    config_files: tuple[Path, ...] = ()
+    config_file: Path | None = None
+    """``--config``: an absolute path (the review does not run in the eval's directory)."""
+    model: str | None = None
+    """``--model``."""
+    model_for: tuple[str, ...] = ()
+    """``--model-for`` assignments, as given."""
+    plugins: tuple[str, ...] = ()
+    """``--plugin`` modules."""
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     cache_dir: Path | None = None
     jobs: int = 1
     case_timeout_s: float = CASE_TIMEOUT_S
+
+    @property
+    def review_args(self) -> tuple[str, ...]:
+        """The same settings as ``codejury review`` flags (they are part of the cache key)."""
+        args: list[str] = []
+        if self.config_file is not None:
+            args += ["--config", str(self.config_file)]
+        if self.model is not None:
+            args += ["--model", self.model]
+        for assignment in self.model_for:
+            args += ["--model-for", assignment]
+        for plugin in self.plugins:
+            args += ["--plugin", plugin]
+        return tuple(args)
+
+    @property
+    def config_files(self) -> tuple[Path, ...]:
+        return () if self.config_file is None else (self.config_file,)
 
 
 def builtin_dataset() -> Path:
@@ -75,7 +105,7 @@ def case_key(case: EvalCase) -> str:
     """The case's fields and the content of the files it names (a bundle, a diff, a tree), so a
     replaced file is reviewed again; a repository directory or URL counts by its refs."""
     digest = hashlib.sha256(case.model_dump_json().encode())
-    for name in (case.diff, case.tree, None if case.repo_is_url else case.repo):
+    for name in (case.diff, case.tree, None if case.repo_is_url else case.repo, *case.tests):
         root = Path(name) if name else None
         if root is None or not (root.is_file() or case.tree == name):
             continue
@@ -122,23 +152,33 @@ def changed_lines(repo: Path | None, base: str | None, head: str | None, diff: s
     return out
 
 
-def review_command(source_args: Sequence[str], output: Path, settings: EvalSettings, mode: Mode) -> list[str]:
-    baseline = ["--baseline", "naive"] if mode == "naive" else []
-    return [
-        sys.executable,
-        "-m",
-        "codejury.cli",
-        "review",
-        *source_args,
-        "--format",
-        "json",
-        "--output",
-        str(output),
-        "--fail-on",
-        "never",
-        *baseline,
-        *settings.review_args,
-    ]
+def review_flags(
+    settings: EvalSettings,
+    mode: Mode,
+    output: Path,
+    *,
+    repo: Path | None = None,
+    base: str | None = None,
+    head: str | None = None,
+    diff: str | None = None,
+) -> session.ReviewFlags:
+    """The flags of ``codejury review [--repo REPO --base BASE --head HEAD | --diff DIFF] --format json
+    --output OUTPUT --fail-on never [--baseline naive]`` plus the eval's ``--config``, ``--model``,
+    ``--model-for`` and ``--plugin``."""
+    return session.ReviewFlags(
+        repo_dir=repo,
+        base_ref=base,
+        head_ref=head,
+        diff_file=diff,
+        fmt="json",
+        output=output,
+        fail_on="never",
+        baseline="naive" if mode == "naive" else None,
+        config_file=settings.config_file,
+        model=settings.model,
+        model_for=settings.model_for,
+        plugins=settings.plugins,
+    )
 
 
 def _found(f: Mapping[str, Any]) -> FoundFinding:
@@ -171,50 +211,63 @@ def parse_review(case_id: str, data: Mapping[str, Any], wall_s: float, lines: di
     )
 
 
-async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode) -> CaseRun:
+def failure_line(exc: BaseException) -> str:
+    """An exception as a failed case's one-line error (what ``codejury review`` would print after
+    ``codejury:``), the environment's secrets scrubbed."""
+    if isinstance(exc, ReviewFailed):
+        text = f"review failed: {exc}"
+    elif isinstance(exc, CodejuryError):
+        text = str(exc)
+    else:  # a bug: ``codejury review`` exits 5 with the same kind of line
+        text = f"internal error: {type(exc).__name__}: {exc}"
+    line = " ".join(redact_env(text).split()) or type(exc).__name__
+    return line[:ERROR_MAX_CHARS]
+
+
+async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode, plugins: session.Plugins) -> CaseRun:
     """Review one case (or take it from the cache); a failure is a failed case, never a crash."""
     cache = _cache_path(settings, case, mode)
     if (cached := _load_cached(cache)) is not None:
         return cached
     with tempfile.TemporaryDirectory(prefix="codejury-eval-") as tmp:
+        started = time.monotonic()
         try:
-            run = await _review_in(case, settings, mode, Path(tmp))
-        except InputError as exc:
-            run = CaseRun(case_id=case.id, error=str(exc))
+            run = await _review_in(case, settings, mode, plugins, Path(tmp))
+        except Exception as exc:  # one case never takes the eval down (KeyboardInterrupt does stop it)
+            run = CaseRun(case_id=case.id, error=failure_line(exc), wall_s=round(time.monotonic() - started, 2))
     _store(cache, run)
     return run
 
 
-async def _review_in(case: EvalCase, settings: EvalSettings, mode: Mode, tmp: Path) -> CaseRun:
+async def _review_in(
+    case: EvalCase, settings: EvalSettings, mode: Mode, plugins: session.Plugins, tmp: Path
+) -> CaseRun:
+    output = tmp / "review.json"
     if case.diff is not None:
-        source_args: list[str] = ["--diff", case.diff]
-        cwd, lines = tmp, await asyncio.to_thread(changed_lines, None, None, None, case.diff)
+        flags = review_flags(settings, mode, output, diff=case.diff)
+        lines = await asyncio.to_thread(changed_lines, None, None, None, case.diff)
     else:
         repo, base, head = await asyncio.to_thread(checkout, case, tmp / "repo")
-        source_args = ["--repo", str(repo), "--base", base, "--head", head]
-        cwd, lines = repo, await asyncio.to_thread(changed_lines, repo, base, head, None)
-    output = tmp / "review.json"
+        flags = review_flags(settings, mode, output, repo=repo, base=base, head=head)
+        lines = await asyncio.to_thread(changed_lines, repo, base, head, None)
+    flags = dataclasses.replace(flags, tests=case.tests)  # the case's CI test reports, if any
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *review_command(source_args, output, settings, mode),
-        cwd=cwd,
-        env={**settings.env, "NO_COLOR": "1"},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    deadline = asyncio.timeout(settings.case_timeout_s)
     try:
-        async with asyncio.timeout(settings.case_timeout_s):
-            _, err = await proc.communicate()
+        async with deadline:
+            # The review's own warnings and stage lines stay out of the eval's progress display.
+            await session.review(dict(settings.env), flags, plugins, warn=lambda _line: None, progress=None)
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return CaseRun(case_id=case.id, error=f"timed out after {settings.case_timeout_s:g} s")
+        if not deadline.expired():
+            raise  # a timeout inside the review (a provider's): its own message
+        return CaseRun(
+            case_id=case.id,
+            error=f"timed out after {settings.case_timeout_s:g} s",
+            wall_s=round(time.monotonic() - started, 2),
+        )
     wall = time.monotonic() - started
-    if proc.returncode != 0 or not output.is_file():
-        errors = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.startswith("codejury:")]
-        why = errors[-1].removeprefix("codejury: ") if errors else f"exit {proc.returncode}"
-        return CaseRun(case_id=case.id, error=why[:300], wall_s=round(wall, 2))
+    if not output.is_file():
+        raise InputError("the review wrote no JSON")
     return parse_review(case.id, json.loads(output.read_text(encoding="utf-8")), wall, lines)
 
 
@@ -222,14 +275,20 @@ async def run_all(
     cases: Sequence[EvalCase],
     settings: EvalSettings,
     mode: Mode,
+    plugins: session.Plugins,
+    *,
+    on_start: Callable[[EvalCase], None] | None = None,
     on_done: Callable[[EvalCase, CaseRun], None] | None = None,
 ) -> list[CaseRun]:
-    """Every case, at most ``settings.jobs`` at a time, in the dataset's order."""
+    """Every case, at most ``settings.jobs`` at a time, in the dataset's order, in this process with
+    ``plugins`` (the models they resolve are kept from one case to the next)."""
     gate = asyncio.Semaphore(max(1, settings.jobs))
 
     async def one(case: EvalCase) -> CaseRun:
         async with gate:
-            run = await review_case(case, settings, mode)
+            if on_start is not None:
+                on_start(case)
+            run = await review_case(case, settings, mode, plugins)
         if on_done is not None:
             on_done(case, run)
         return run

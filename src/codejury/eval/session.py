@@ -13,11 +13,12 @@ import click
 from codejury.errors import ConfigError, InputError, ModelSetupError
 from codejury.eval.dataset import EvalCase, load_cases
 from codejury.eval.markdown import render
-from codejury.eval.results import CaseRun, report_json, score
+from codejury.eval.results import CaseRun, report_json
 from codejury.eval.runner import EvalSettings, builtin_dataset, run_all
 
 if TYPE_CHECKING:
     from codejury.models.profiles import ResolvedModel
+    from codejury.session import Plugins
 
 GATED = frozenset({"precision", "recall", "f1", "judged_precision", "judged_recall", "judged_f1", "on_changed_lines"})
 
@@ -37,19 +38,6 @@ def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
 
 def _err(msg: str) -> None:
     click.echo(f"codejury eval: {msg}", err=True)
-
-
-def _review_args(flags: Mapping[str, Any]) -> tuple[str, ...]:
-    args: list[str] = []
-    if flags["config_file"] is not None:
-        args += ["--config", str(Path(flags["config_file"]).resolve())]
-    if flags["model"] is not None:
-        args += ["--model", flags["model"]]
-    for assignment in flags["model_for"]:
-        args += ["--model-for", assignment]
-    for plugin in flags["plugins"]:
-        args += ["--plugin", plugin]
-    return tuple(args)
 
 
 def _uses_embedded_model(env: Mapping[str, str], flags: Mapping[str, Any]) -> bool:
@@ -117,51 +105,50 @@ async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases:
     if jobs > 1 and embedded:
         _err("the embedded model runs one review at a time: --jobs 1")
         jobs = 1
-    from platformdirs import user_cache_dir
-
-    settings = EvalSettings(
-        review_args=_review_args(flags),
-        config_files=(Path(flags["config_file"]),) if flags["config_file"] else (),
-        env=env,
-        cache_dir=None if flags["no_cache"] else Path(user_cache_dir("codejury")) / "eval",
-        jobs=jobs,
-    )
+    settings = _settings(env, flags, jobs)
     from codejury.models.registry import close_cached_models, resolve_model
+    from codejury.session import load_plugins
 
     # An unknown provider or a missing key for the judge is refused before any review is paid for.
     judge = resolve_model(flags["judge"], _providers(flags), env=env) if flags["judge"] else None
+    # Once for the whole eval, as for one review: a plugin that cannot be imported stops it here. The
+    # models every case resolves stay cached until the end (one embedded-model server for all cases).
+    plugins = load_plugins(settings.plugins)
     started = time.monotonic()
     try:
-        runs = await _reviews(cases, settings, "panel", "codejury")
-        baseline = await _reviews(cases, settings, "naive", "naive baseline") if flags["baseline"] else None
+        runs = await _reviews(cases, settings, "panel", "codejury", plugins)
+        baseline = await _reviews(cases, settings, "naive", "naive baseline", plugins) if flags["baseline"] else None
         if judge is not None:
             await _judge(cases, [runs, *([baseline] if baseline else [])], judge)
     finally:
-        await close_cached_models()  # the judge's SDK client
+        await close_cached_models()  # the SDK clients of the judge and of the models the cases shared
     doc = report_json(cases, runs, baseline)
     doc["overall"]["eval_wall_s"] = round(time.monotonic() - started, 1)
     return doc
 
 
-async def _reviews(cases: Sequence[EvalCase], settings: EvalSettings, mode: str, label: str) -> list[CaseRun]:
-    done = 0
-    cost = 0.0
-    started = time.monotonic()
+def _settings(env: dict[str, str], flags: Mapping[str, Any], jobs: int) -> EvalSettings:
+    """How every case is reviewed: the ``codejury review`` flags of the eval, and where to cache."""
+    from platformdirs import user_cache_dir
 
-    def progress(case: EvalCase, run: CaseRun) -> None:
-        nonlocal done, cost
-        done += 1
-        cost += run.cost_usd
-        s = score(case, run)
-        what = f"failed: {run.error}" if run.error else f"{run.verdict}, {s.findings} findings, {s.matched} matched"
-        elapsed = time.monotonic() - started
-        click.echo(
-            f"codejury eval: {label} [{done}/{len(cases)}] {case.id}: {what} "
-            f"({run.wall_s:.0f} s; {elapsed:.0f} s elapsed, ${cost:.4f} so far)",
-            err=True,
-        )
+    return EvalSettings(
+        config_file=Path(flags["config_file"]).resolve() if flags["config_file"] else None,
+        model=flags["model"],
+        model_for=tuple(flags["model_for"]),
+        plugins=tuple(flags["plugins"]),
+        env=env,
+        cache_dir=None if flags["no_cache"] else Path(user_cache_dir("codejury")) / "eval",
+        jobs=jobs,
+    )
 
-    return await run_all(cases, settings, mode, on_done=progress)
+
+async def _reviews(
+    cases: Sequence[EvalCase], settings: EvalSettings, mode: str, label: str, plugins: Plugins
+) -> list[CaseRun]:
+    from codejury.eval.progress import CaseProgress
+
+    with CaseProgress(label, len(cases)) as progress:
+        return await run_all(cases, settings, mode, plugins, on_start=progress.started, on_done=progress.finished)
 
 
 async def _judge(

@@ -1,7 +1,8 @@
 """Screening one review's untrusted text: each hit of ``injection.scan`` becomes an ``injection_suspected`` event.
 
 A ``Screen`` belongs to one review (its event log). ``screen_change`` reads what the change carries
-(title, description, commit messages, comments, the added lines of the files a model sees) and the
+(title, description, commit messages, comments or, on a forge, every person's comment of the
+discussion, the added lines of the files a model sees) and the
 instructions the models get (the repository's, the organisation's, the team's rules); the
 reviewers' tools hand each file, search or reference answer to ``Screen.tool_result`` before the
 model reads it. Each event names the ``source``, the ``place`` (``description line 3``,
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from codejury.change.discussion import human_bodies
 from codejury.change.types import ChangeSet, FileChange
 from codejury.findings import SuspectedInjection
 from codejury.guardrails.injection import scan
@@ -37,6 +39,7 @@ SOURCES = (
     "repo_instructions",
     "org_instructions",
     "custom_rules",
+    "test_report",
 )
 """Where a screened text comes from (an event's ``source``)."""
 
@@ -64,6 +67,15 @@ class Screen:
     def line(self, source: str, place: str, text: str) -> int:
         """Screen one line placed exactly at ``place`` (``path:line``)."""
         return sum(self._emit(source, place, hit.rule, hit.excerpt) for hit in scan(text))
+
+    def lines(self, source: str, path: str, numbered: Sequence[tuple[int, str]]) -> int:
+        """Screen the lines ``(number, text)`` of the file ``path`` in one pass, each hit placed at
+        ``path:number``; a phrase is looked for within each line, as ``line`` does."""
+        if not numbered:
+            return 0
+        texts = [text.replace("\n", " ") for _, text in numbered]
+        hits = scan("\n".join(texts), one_line_phrases=True)
+        return sum(self._emit(source, f"{path}:{numbered[h.line - 1][0]}", h.rule, h.excerpt) for h in hits)
 
     def tool_result(self, place: str, text: str) -> None:
         """A tool's answer before the model reads it (``read_file path``, ``grep PATTERN``)."""
@@ -99,13 +111,16 @@ def screen_change(
     screen.text("description", "description", meta.description or "", hidden_comments=True)
     for number, message in enumerate(meta.commits, start=1):
         screen.text("commit_message", f"commit {number}", message)
-    for number, comment in enumerate(meta.comments, start=1):
-        screen.text("comment", f"comment {number}", comment)
+    if meta.discussion is not None:  # on a forge: every person's comment, in its thread
+        for place, body in human_bodies(meta.discussion):
+            screen.text("comment", place, body)
+    else:
+        for number, comment in enumerate(meta.comments, start=1):
+            screen.text("comment", f"comment {number}", comment)
     for file in files:
-        for hunk in file.hunks:
-            for line in hunk.lines:
-                if line.kind == "+" and line.new_no:
-                    screen.line("diff", f"{file.path}:{line.new_no}", line.text)
+        lines = (line for hunk in file.hunks for line in hunk.lines)
+        added = [(line.new_no, line.text) for line in lines if line.kind == "+" and line.new_no]
+        screen.lines("diff", file.path, added)
     for source, text in instructions:
         if text:
             screen.text(source, source.replace("_", " "), text)

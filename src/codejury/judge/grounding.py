@@ -64,11 +64,13 @@ OFF_CHANGE = "on unchanged lines"
 MAX_CANDIDATES = 12
 """Analyzer hits no reviewer reported that are confirmed per review (most severe first)."""
 CHECK_TIMEOUT_S = 120.0
-SELF_EVIDENT = frozenset({"secrets", "typos", "oxlint:use-isnan", "oxlint:valid-typeof"})
+SELF_EVIDENT = frozenset({"secrets", "typos", "oxlint:use-isnan", "oxlint:valid-typeof", "mypy:name-defined"})
 """Analyzers (``name``) and rules (``name:rule``) whose hit is a fact a weak model cannot judge better than the
 tool: a committed live key, a word on typos' list of known misspellings, a comparison with ``NaN`` or a
-``typeof`` string that is always false. Published in the tool's words with its ``analyzer:rule`` and no call on a
-weak model; a model that is not weak may still explain or reject it."""
+``typeof`` string that is always false, a name defined nowhere mypy can see (a ``NameError`` when the line
+runs; mypy's other codes rest on annotations and inferred types, which a model may judge). Published in the
+tool's words with its ``analyzer:rule`` and no call on a weak model; a model that is not weak may still explain
+or reject it."""
 CONTEXT_LINES = 3
 UNCONFIRMED_NOTE = "(Advisory: the analyzer flagged this; the small model reviewing it did not confirm it.)"
 UNANSWERED_NOTE = (
@@ -183,8 +185,9 @@ def in_analyzer_words(
             twice += 1
             continue
         seen.add(key)
+        title, body = title_and_body(hit)
         update = {
-            "title": hit.message.splitlines()[0][:200], "body": hit.message, "severity": hit.severity,
+            "title": title, "body": body, "severity": hit.severity,
             "start_line": hit.start_line, "end_line": hit.end_line, "category": hit.rule,
             "suggestion": hit.fix or f.suggestion, "verified": True,
         }  # fmt: skip
@@ -528,7 +531,11 @@ class _Checker:
         resolved: ResolvedModel = self.models.for_agent(spec, watch)
         native = resolved.profile.output_mode == "native"
         agent: Agent[None, BaseModel] = Agent(
-            resolved.model, output_type=NativeOutput(output) if native else output, system_prompt=system, retries=1
+            resolved.model,
+            name=f"{who}-check",  # traces: invoke_agent verifier-check, security-check, ...
+            output_type=NativeOutput(output) if native else output,
+            system_prompt=system,
+            retries=1,
         )
         run_usage = RunUsage()
         key = (f"{who}:check", spec)
@@ -555,6 +562,15 @@ class _Checker:
         return out
 
 
+def title_and_body(hit: Evidence) -> tuple[str, str]:
+    """A hit's message as a finding's title (its first line, at most 200 characters; else the rule) and body
+    (what the title does not say already: the lines after it, or the whole message when its first line was cut;
+    empty for a message of one short line, so a finding never repeats its title as its body)."""
+    first, _, rest = hit.message.strip().partition("\n")
+    title = first.strip()[:200] or hit.rule
+    return title, hit.message.strip() if len(first.strip()) > 200 else rest.strip()
+
+
 def _as_reported(hit: Evidence, domain: str) -> Finding:
     """The analyzer hit as a finding in the analyzer's own words, with an id stable across runs."""
     key = f"{hit.analyzer}|{hit.rule}|{hit.path}|{hit.start_line}".encode()
@@ -566,8 +582,8 @@ def _as_reported(hit: Evidence, domain: str) -> Finding:
         path=hit.path,
         start_line=hit.start_line,
         end_line=hit.end_line,
-        title=hit.message.splitlines()[0][:200] or hit.rule,
-        body=hit.message,
+        title=title_and_body(hit)[0],
+        body=title_and_body(hit)[1],
         suggestion=hit.fix,
         confidence=0.9,
         evidence=[f"{hit.analyzer}:{hit.rule}"],

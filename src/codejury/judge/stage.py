@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from codejury.agents.panel import PanelResult, agent_model, answered_by, count, finished
 from codejury.agents.runner import AgentOutcome, ChangeContext
+from codejury.analyzers.junit import TestCoverage
 from codejury.evidence import Evidence
 from codejury.findings import SEVERITY_RANK, Finding, FindingDraft, ReplyVerdict, ReviewerReport
 from codejury.fingerprint import fingerprint
@@ -46,11 +47,18 @@ class Judgement:
 
 
 async def judge_stage(
-    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, panel: PanelResult, evidence: Sequence[Evidence] = ()
+    run: ReviewRun,
+    ctx: ChangeContext,
+    models: ReviewModels,
+    panel: PanelResult,
+    evidence: Sequence[Evidence] = (),
+    tests: TestCoverage | None = None,
 ) -> Judgement:
     """Reflection → dedup → grounding (evidence, verification) → coordinator → disputes."""
     findings, reports = await _reflect(run, ctx, models, panel)
     findings, dupes = deduplicate(_unique(findings))
+    if tests is not None:  # a failing test covering a finding's function backs it (``junit:<test id>``)
+        findings = tests.back(findings)
     dropped = dict(panel.dropped)
     if dupes:
         dropped["duplicate"] = dropped.get("duplicate", 0) + len(dupes)

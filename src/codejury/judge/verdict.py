@@ -166,6 +166,8 @@ def summarise_unreviewed(
     ``reviewable`` counts the files the noise filter kept: when it is not zero, no reviewer was
     enabled for the change's ``tier``.
     """
+    if not reviewable and not skipped:
+        return "Nothing to review: the change is empty (no file differs from its base)."
     if reviewable:
         first = (
             f"Nothing was reviewed: no reviewer is enabled for a {tier} change "

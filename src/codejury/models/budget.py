@@ -9,6 +9,10 @@ later request is refused, both with ``CostCeilingReached``. Each running agent t
 with that reason as its error (its usage so far is kept), and the first time, one ``cost_ceiling``
 event goes to the event log. A review that reached its ceiling is partial: it is never approved.
 
+A model with no known price (not in the built-in table nor in ``[prices]``, and not served locally)
+counts as $0, so a ceiling cannot stop it: ``unpriced`` names those of a review's models, which the
+review says once on stderr and once in its notes.
+
 The routing document's kill switch, turned on while a review runs, stops the model calls the same
 way (``halt``): a review without a ceiling still gets a budget (of no ceiling) when it reads a
 routing document.
@@ -17,7 +21,7 @@ routing document.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -61,6 +65,22 @@ class CostBudget:
         if self._halted is not None or self.ceiling_usd is None:
             return self._halted or "model calls stopped"
         return f"cost ceiling reached: {_usd(self.spent_usd)} spent of the {_usd(self.ceiling_usd)} ceiling"
+
+    def unpriced(self, specs: Iterable[str]) -> str | None:
+        """Under a ceiling, one line naming those of ``specs`` that have no known price (their calls count as
+        $0, so the ceiling cannot stop them), with a ``model_unpriced`` event; None when all are priced or
+        there is no ceiling."""
+        missing = sorted({s for s in specs if not self.prices.is_known(s)})
+        if self.ceiling_usd is None or not missing:
+            return None
+        if self._on_event is not None:
+            self._on_event("model_unpriced", models=missing, ceiling_usd=self.ceiling_usd)
+        names = ", ".join(missing)
+        them = "its calls count" if len(missing) == 1 else "their calls count"
+        return (
+            f"no known price for {names}: {them} as $0, so the {_usd(self.ceiling_usd)} cost ceiling cannot stop "
+            'them (set [prices."provider:model"])'
+        )
 
     def halt(self, reason: str) -> None:
         """Stop every model call now, for ``reason`` (a request waiting on a provider is abandoned)."""
@@ -128,8 +148,8 @@ class MeteredModel(HookedModel):
                 if not task.done():
                     task.cancel()
             await asyncio.gather(call, spent, return_exceptions=True)
-        if call.cancelled():
-            self.budget.check()  # abandoned because the ceiling was reached
+        if call.cancelled() or (self.budget.reached and call.exception() is not None):
+            self.budget.check()  # abandoned, or refused by its chain, because the model calls were stopped
         response = call.result()  # raises the wrapped model's own error
         self._count(response.usage)
         return response

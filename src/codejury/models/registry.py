@@ -134,6 +134,27 @@ def resolve_model(
 
     ``kinds``: the registered provider kinds (``ReviewConfig.model_kinds``); None: the built-in ones.
     """
+    request, kind = model_request(spec, providers, env=env, timeout_s=timeout_s, kinds=kinds)
+    if not kind.shared:
+        return kind.build(request)
+    digest = hashlib.sha256(request.api_key.encode()).hexdigest()
+    key = _CacheKey(spec, request.provider, request.base_url, digest, timeout_s)
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = _CACHE[key] = kind.build(request)
+    return cached
+
+
+def model_request(
+    spec: str,
+    providers: Mapping[str, ProviderSpec],
+    *,
+    env: Mapping[str, str],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    kinds: Mapping[str, ModelKind] | None = None,
+) -> tuple[ModelRequest, ModelKind]:
+    """The checked request for "provider:model" (provider, key, base URL) and its kind, no model built:
+    what a client of the provider's other endpoints (embeddings, rerank) needs."""
     provider_name, model_name = parse_model_string(spec)
     provider = providers.get(provider_name)
     if provider is None:
@@ -149,14 +170,7 @@ def resolve_model(
             f"kinds: {', '.join(sorted(table)) or 'none'}"
         )
     api_key = _api_key(provider, spec, env)
-    request = ModelRequest(spec, provider, model_name, api_key, _base_url(provider, kind, env), timeout_s)
-    if not kind.shared:
-        return kind.build(request)
-    key = _CacheKey(spec, provider, request.base_url, hashlib.sha256(api_key.encode()).hexdigest(), timeout_s)
-    cached = _CACHE.get(key)
-    if cached is None:
-        cached = _CACHE[key] = kind.build(request)
-    return cached
+    return ModelRequest(spec, provider, model_name, api_key, _base_url(provider, kind, env), timeout_s), kind
 
 
 def clear_model_cache() -> None:

@@ -105,7 +105,13 @@ class ReviewModels:
     """The review's cost ceiling (``max_cost_usd``), and how the routing document's kill switch stops the
     model calls mid-run; None: neither applies."""
     routing: LiveRouting = field(default_factory=LiveRouting)
-    """The providers the routing document, re-read during the review, disables now (every chain reads it)."""
+    """The providers and models the routing document, re-read before each request, disables now (every chain
+    reads it)."""
+
+    @property
+    def callable_specs(self) -> tuple[str, ...]:
+        """Every model the review may call: each chosen model and its failback chain."""
+        return tuple(dict.fromkeys(m.spec for chain in self.chains.values() for m in chain.chain))
 
     def for_agent(self, spec: str, watch: AgentWatch) -> ResolvedModel:
         """``spec`` for one agent run: its own deadline and heartbeat, every request scrubbed and,

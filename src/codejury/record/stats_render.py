@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from codejury.forges.safety import safe_line
 from codejury.record.stats import ActedOnRow, Spread, Stats
-from codejury.render import one_line
+from codejury.render import counted, one_line
 
 _CELL_ESCAPES = str.maketrans({"|": "\\|", "[": "\\[", "]": "\\]"})
 
@@ -203,7 +203,7 @@ def stats_tables(stats: Stats) -> list[TextTable]:
 def _scope(stats: Stats) -> str:
     since = stats.since.strftime("%Y-%m-%d %H:%M UTC") if stats.since else "the beginning"
     where = f"repository {stats.repository}" if stats.repository else "all repositories"
-    return f"{stats.reviews:,} reviews since {since}, {where} ({stats.store})"
+    return f"{counted(stats.reviews, 'review')} since {since}, {where} ({stats.store})"
 
 
 def markdown_text(text: str) -> str:

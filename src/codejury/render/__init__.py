@@ -105,6 +105,11 @@ def coverage_lines(review: Review) -> list[str]:
     return lines
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``n`` and ``word``, plural unless ``n`` is 1: "1 review", "1,204 reviews"."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
 def injection_note(review: Review) -> str | None:
     """One line on the passages that look like instructions to the reviewer (rule names and counts), or None."""
     found = review.suspected_injections

@@ -13,6 +13,7 @@ from codejury.findings import Finding, Plan, Review, ReviewerReport, SkippedFile
 from codejury.render import (
     SEVERITY_LABELS,
     clean_text,
+    counted,
     format_cost,
     format_duration,
     format_tokens,
@@ -54,10 +55,6 @@ def code_span(text: str) -> str:
 
 def _cell(text: str) -> str:
     return one_line(text).replace("|", "\\|")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def grounding_note(f: Finding) -> str:
@@ -139,7 +136,7 @@ def render_review_markdown(review: Review) -> str:
             "findings and is not approved. A human should review it.",
             "",
         ]
-    elif unreviewed:
+    elif unreviewed and review.skipped_files:
         lines += [
             "> **Not reviewed:** no model looked at this change (see the skipped files below), so it has no "
             "findings and is not approved. A human should review it.",
@@ -162,7 +159,7 @@ def render_review_markdown(review: Review) -> str:
     if review.dropped_findings:
         total = sum(review.dropped_findings.values())
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
-        lines += [f"{_plural(total, 'finding')} dropped ({parts}).", ""]
+        lines += [f"{counted(total, 'finding')} dropped ({parts}).", ""]
     if review.notes:
         lines += ["### Notes", "", *[f"- {one_line(n)}" for n in review.notes], ""]
     if (injected := injection_note(review)) is not None:

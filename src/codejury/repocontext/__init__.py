@@ -2,7 +2,9 @@
 
 Tool-capable reviewers get ``search_code`` and ``find_references``; models that take the change
 inline get a budgeted "related code" section (``related.py``). The index is cached per commit
-under the user's cache directory and updated incrementally (``store.py``).
+under the user's cache directory and updated incrementally (``store.py``). With an embeddings
+model (``[retrieval]``) chunks are embedded too (``embeddings.py``, ``vectors.py``) and search is
+hybrid: BM25 and vectors fused, then reranked, every step kept (``retrieval.py``).
 """
 
 from __future__ import annotations

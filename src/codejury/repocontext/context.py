@@ -4,6 +4,9 @@ Tool-capable models call ``search_code`` and ``find_references``; models that ge
 inline get ``related_section``. The index is built the first time any of them needs it (in the
 caller's worker thread, one build at a time) and never fails the review: a build that fails
 leaves the tools answering with an ``error: ...`` line and the inline prompt without the section.
+With ``[retrieval]`` models the chunks are embedded then too, and ``search_code`` is hybrid
+(``retrieval.py``); each search is a ``search_code`` event and a ``codejury.search_code`` span
+carrying its BM25, vector, fused and reranked lists.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from codejury.change.types import FileChange
 from codejury.repocontext import store
 from codejury.repocontext.index import RepoIndex, build_index
 from codejury.repocontext.related import related_code
+from codejury.repocontext.retrieval import RetrievalConfig, Retriever, as_attributes, open_retriever
 from codejury.repocontext.store import IndexCache
+from codejury.telemetry.tracing import span
 
 CHARS_PER_TOKEN = 3
 """How many characters of code one token holds, at the least (the inline prompt budget's estimate)."""
@@ -30,6 +35,10 @@ _SYMBOL = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$
 _NO_CHECKOUT = "error: no repository checkout; only the patches are available: use read_patch"
 
 Stop = Callable[[], bool]
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
 
 class RepoContext:
@@ -43,16 +52,23 @@ class RepoContext:
         commit: str | None = None,
         cache_dir: Path | None = None,
         use_cache: bool = True,
-        on_built: Callable[..., Any] | None = None,
+        on_event: Callable[..., Any] | None = None,
+        retrieval: RetrievalConfig | None = None,
+        trace_query: bool = False,
     ) -> None:
         self.root = root
         self.head = head
         self.commit = commit
         self.cache_dir = cache_dir
         self.use_cache = use_cache
-        self.on_built = on_built
+        self.on_event = on_event
+        """Sees ``repo_index`` (the build) and each ``search_code`` as (type, fields): the review's event log."""
+        self.retrieval = retrieval or RetrievalConfig()
+        self.trace_query = trace_query
+        """The query text goes on the trace span too (``record.prompts``); events always carry it."""
         self._lock = threading.Lock()
         self._index: RepoIndex | None = None
+        self._retriever: Retriever | None = None
         self._error: str | None = None
         self._related: dict[tuple[int, int], str] = {}
 
@@ -63,19 +79,37 @@ class RepoContext:
         with self._lock:
             if self._index is None and self._error is None:
                 try:
-                    cache = IndexCache(self.cache_dir or store.default_cache_dir()) if self.use_cache else None
-                    self._index = build_index(self.root, head=self.head, commit=self.commit, cache=cache)
+                    cache_dir = self.cache_dir or store.default_cache_dir()
+                    cache = IndexCache(cache_dir) if self.use_cache else None
+                    index = build_index(self.root, head=self.head, commit=self.commit, cache=cache)
+                    vector_cache = cache_dir / store.VECTOR_FILE if self.use_cache else None
+                    try:
+                        self._retriever = open_retriever(index, self.retrieval, vector_cache)
+                    except Exception as exc:  # vectors are help too: BM25 goes on without them
+                        self._retriever = Retriever(index, notes=[f"vectors off: {_one_line(exc)}"])
+                    self._index = index
                 except Exception as exc:  # the index is help, never a reason to fail the review
-                    self._error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    self._error = _one_line(exc)
                 self._report()
             return self._index
 
+    @property
+    def error(self) -> str | None:
+        """Why the index could not be built (None: it was, or it was not asked for yet)."""
+        return self._error
+
+    def retriever(self) -> Retriever | None:
+        """The index's retriever (built with it); None where ``index()`` is None."""
+        return self._retriever if self.index() is not None else None
+
     def _report(self) -> None:
-        if self.on_built is None:
+        if self.on_event is None:
             return
         if self._index is not None:
             s = self._index.stats
-            self.on_built(
+            vectors = self._retriever.vectors if self._retriever is not None else None
+            notes = list(self._retriever.notes) if self._retriever is not None else []
+            self.on_event(
                 "repo_index",
                 files=s.files,
                 chunks=s.chunks,
@@ -84,9 +118,21 @@ class RepoContext:
                 loaded=s.loaded,
                 skipped=dict(s.skipped),
                 seconds=round(s.seconds, 3),
+                vectors=None
+                if vectors is None
+                else {
+                    "model": vectors.model,
+                    "embedded": vectors.stats.embedded,
+                    "reused": vectors.stats.reused,
+                    "missing": vectors.stats.missing,
+                    "dimensions": vectors.stats.dimensions,
+                    "seconds": round(vectors.stats.seconds, 3),
+                },
+                reranker=self.retrieval.rerank_model,
+                notes=notes,
             )
         else:
-            self.on_built("repo_index", error=self._error)
+            self.on_event("repo_index", error=self._error)
 
     def _unavailable(self) -> str:
         if self.root is None and self.head is None:
@@ -103,7 +149,24 @@ class RepoContext:
         if index is None:
             return self._unavailable()
         k = max(1, min(int(k), MAX_SEARCH_RESULTS))
-        hits = index.search(query[:500], k)
+        retriever = self._retriever
+        assert retriever is not None  # built with the index
+        with span("search_code") as traced:
+            answer = retriever.search(query[:500], k, stop=stop)
+            fields = as_attributes(index, answer)
+            traced.set_attributes({f"codejury.search.{name}": value for name, value in fields.items()})
+            if self.trace_query:
+                traced.set_attribute("codejury.search.query", query[:200])
+        if self.on_event is not None:
+            self.on_event(
+                "search_code",
+                query=query[:200],
+                k=k,
+                cache_hits=retriever.cache_hits,
+                cache_misses=retriever.cache_misses,
+                **fields,
+            )
+        hits = answer.final
         if not hits:
             return f"no code matches {query[:100]!r}"
         out: list[str] = []
@@ -113,7 +176,7 @@ class RepoContext:
                 break
             chunk, path = index.chunks[cid], index.path_of(cid)
             label = f"{chunk.kind} {chunk.name}" if chunk.name else "top-level code"
-            out.append(f"{rank}. {path}:{chunk.start}-{chunk.end} {label} (score {score:.1f})")
+            out.append(f"{rank}. {path}:{chunk.start}-{chunk.end} {label} (score {score:.3g})")
             lines = index.read_lines(path) or []
             last = min(chunk.end, chunk.start + SNIPPET_LINES - 1, len(lines))
             out += [f"{n:>5} | {lines[n - 1][:200]}" for n in range(chunk.start, last + 1)]

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from codejury.agents.sandbox import Resolved, Sandbox
 from codejury.bounded_io import MAX_INDEX_FILE_BYTES
+from codejury.render import counted
 from codejury.repocontext.chunker import Chunk, chunk_source
 from codejury.repocontext.languages import language_for
 from codejury.repocontext.store import IndexCache, blob_id
@@ -71,7 +72,7 @@ class IndexStats:
     def summary(self) -> str:
         how = "loaded from cache" if self.loaded else f"{self.parsed} parsed, {self.reused} reused"
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
-        return f"{self.files} files, {self.chunks} chunks ({how}) in {self.seconds:.1f} s" + (
+        return f"{counted(self.files, 'file')}, {counted(self.chunks, 'chunk')} ({how}) in {self.seconds:.1f} s" + (
             f"; skipped: {skipped}" if skipped else ""
         )
 

@@ -4,6 +4,7 @@ Layout (``repoindex/v1`` under ``$CODEJURY_CACHE_DIR`` or the user's cache direc
 
     commits/<commit>/      one commit's index: files and their blob ids, chunks, terms, BM25 arrays
     commits/tree-<id>/     the same for a checkout with no commit (a working tree), keyed by content
+    vectors.sqlite3        chunk vectors per embeddings model, keyed by (model, text digest) (``vectors.py``)
 
 A blob id is git's (``sha1("blob <size>\\0" + bytes)``), computed from the bytes read, so it is the
 same for a git checkout, an exported head tree or a plain directory. A new commit starts from the
@@ -28,6 +29,8 @@ from typing import Any
 from codejury.models.weights import cache_root
 
 CACHE_VERSION = 1
+VECTOR_FILE = "vectors.sqlite3"
+"""The chunk vectors of every embeddings model (``vectors.py``), beside the commits' indexes."""
 KEEP_COMMITS = 8
 """Whole-commit indexes kept; older ones are removed when a new one is written."""
 _MAX_CACHE_JSON = 64 * 1024 * 1024

@@ -8,6 +8,7 @@ from codejury.resilience.chain import (
     ResilienceSettings,
     ResilientModel,
     build_chain,
+    model_key,
 )
 from codejury.resilience.errors import ChainExhausted, Classified, ErrorKind, ModelStalled, classify
 
@@ -28,4 +29,5 @@ __all__ = [
     "ResilientModel",
     "build_chain",
     "classify",
+    "model_key",
 ]

@@ -2,7 +2,7 @@
 
 ``ResilientModel`` wraps ``[newest, previous generation, ...]`` of one provider. For each request
 it walks the chain: a model whose breaker refuses is skipped, and so is a model of a provider the
-routing document disabled while the review runs (``LiveRouting``); an attempt streams when the model
+routing document disabled (``LiveRouting``, brought up to date before each request); an attempt streams when the model
 can (so a silent model is killed after ``stall_timeout_s``, and a heartbeat line goes out every
 ``heartbeat_s``); a retryable error counts against the breaker and either waits for a short
 Retry-After and tries the same model once more, or fails back to the next model; a fatal or quota
@@ -83,12 +83,38 @@ EventSink = Callable[..., None]
 @dataclass
 class LiveRouting:
     """What the routing document, re-read while a review runs, disables now: a chain skips the models of
-    these providers as it skips a model whose circuit is open (``codejury.remote_config``)."""
+    these providers, and these models, as it skips a model whose circuit is open (``codejury.remote_config``).
+
+    ``freshen`` (set while a document is watched) brings these fields up to date; every request awaits
+    it before walking its chain, so a request never goes out on a document older than the request."""
 
     disabled_providers: frozenset[str] = frozenset()
+    disabled_models: frozenset[str] = frozenset()
+    """``provider:model`` strings, as ``model_key`` writes them."""
+    stopped: str | None = None
+    """Why no model may be called any more (a kill switch that now covers the review); None: they may."""
+    freshen: Callable[[], Awaitable[None]] | None = None
 
-    def refuses(self, spec: str) -> bool:
-        return _provider(spec) in self.disabled_providers
+    async def fresh(self) -> None:
+        """Bring the routing up to date (nothing to do without a watched document)."""
+        if self.freshen is not None:
+            await self.freshen()
+
+    def refusal(self, spec: str) -> str | None:
+        """Why ``spec`` may not be called now (one line), or None."""
+        if self.stopped is not None:
+            return self.stopped
+        if _provider(spec) in self.disabled_providers:
+            return "provider disabled by the routing document"
+        if model_key(spec) in self.disabled_models:
+            return "model disabled by the routing document"
+        return None
+
+
+def model_key(spec: str) -> str:
+    """``spec`` as routing documents compare it: the provider in lower case, the model as written."""
+    provider, _, model = spec.partition(":")
+    return f"{provider.strip().lower()}:{model.strip()}"
 
 
 @dataclass(frozen=True)
@@ -178,12 +204,14 @@ class ResilientModel(WrapperModel):
         last_error: BaseException | None = None
         attempted = False
         previous: tuple[str, str] | None = None  # (model, why we left it)
+        if self.routing is not None:
+            await self.routing.fresh()  # never a request on a routing document older than this request
         for resolved in self.chain:
             if attempted and not self._window_allows():
                 raise ChainExhausted(history, last_error, stopped=self._no_time_left()) from last_error
-            if self.routing is not None and self.routing.refuses(resolved.spec):
-                history.append((resolved.spec, "skipped, provider disabled by the routing document"))
-                previous = (resolved.spec, "provider disabled by the routing document")
+            if self.routing is not None and (refused := self.routing.refusal(resolved.spec)) is not None:
+                history.append((resolved.spec, f"skipped, {refused}"))
+                previous = (resolved.spec, refused)
                 continue
             breaker = self.board.get(resolved.spec)
             if not breaker.allow():

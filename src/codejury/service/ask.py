@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from codejury.forges.safety import checked, safe_text
+from codejury.render import counted
 
 if TYPE_CHECKING:
     from codejury.change.types import ChangeSet
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from codejury.telemetry.metrics import ReviewMetrics
 
 AGENT = "coordinator:ask"
+AGENT_NAME = "ask"
+"""The answering agent's name on its trace spans (``invoke_agent ask``)."""
 PATCH_BUDGET_CHARS = 60_000
 MAX_FILE_CHARS = 20_000
 LIGHTHEARTED_FOOTER = "_One lighthearted question per merge request: back to the review._"
@@ -68,7 +71,8 @@ class Asked:
     def outcome(self) -> str:
         """One line for the job's log."""
         u = self.usage
-        spent = f"{u.requests} requests, {u.input_tokens} in / {u.output_tokens} out tokens, ${u.cost_usd:.4f}"
+        tokens = f"{u.input_tokens} in / {u.output_tokens} out tokens"
+        spent = f"{counted(u.requests, 'request')}, {tokens}, ${u.cost_usd:.4f}"
         return f"answer posted ({self.model}: {spent})" if self.answered else f"not answered, note posted ({spent})"
 
 
@@ -126,7 +130,9 @@ async def answer_question(
     prompt = shown + "\nThe question:\n" + fence("comments", command.text) + note
     native = resolved.profile.output_mode == "native"  # a model without reliable tool calls: schema-constrained
     output_type: Any = NativeOutput(AskAnswer) if native else AskAnswer
-    agent: Agent[None, AskAnswer] = Agent(resolved.model, output_type=output_type, instructions=ASK_INSTRUCTIONS)
+    agent: Agent[None, AskAnswer] = Agent(
+        resolved.model, name=AGENT_NAME, output_type=output_type, instructions=ASK_INSTRUCTIONS
+    )
     if resolved.profile.supports_tools and not native:
 
         @agent.tool_plain

@@ -174,7 +174,7 @@ class JobRunner:
                 fmt="json", output=Path(folder) / "review.json", model=self.setup.model,
                 model_for=self.setup.model_for, config_file=self.setup.config_file,
                 remote_config=self.setup.remote_config, plugins=self.setup.plugins, url=request.url,
-                publish=True, max_inline=self.setup.max_inline,
+                publish=True, max_inline=self.setup.max_inline, skip_reviewed_head=request.chat is None,
             )  # fmt: skip
             try:
                 outcome = await session.review(
@@ -182,6 +182,8 @@ class JobRunner:
                 )  # the review's lines go to the service's log, with the job's key
             except ForgeUnavailable:
                 raise
+            except session.HeadAlreadyReviewed as exc:  # a push queued while this head was being reviewed
+                return f"nothing to do: {exc}"
             except ReviewFailed as exc:
                 self._failed("review_failed")
                 return f"review failed, failure note posted: {exc}"

@@ -12,6 +12,9 @@ its benchmarks, and users' tests of their plugins and configuration; see ``docs/
   refuse what the real ones refuse;
 - ``routing_server``: a remote routing document server and the ways it goes wrong;
 - ``loopback``: what every fake server shares (a free loopback port, a daemon thread).
+- ``postgres``: a real PostgreSQL server of its own in a temporary directory (not a fake), and
+  ``scripted_worker``: a ``codejury worker`` process on the scripted model, for the distributed
+  service's tests and benchmark (neither is among the names below).
 
 Nothing in codejury itself imports this package, and ``import codejury`` does not load it. The
 names below are loaded on first use, so ``from codejury.testing import FakeGitLab`` does not

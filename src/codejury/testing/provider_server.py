@@ -13,6 +13,11 @@ recorded. ``_dispatch`` picks the reply and the vendor renderers turn it into a 
 a new ``Reply`` variant plus a branch in ``provider_wire._render_fault`` and, when the sending
 changes, a ``Wire`` field honoured by ``_write``.
 
+Embeddings and reranking: ``serve_embeddings(model, dimensions=, latency_s=)`` and
+``serve_rerank(model, latency_s=)`` answer ``/v1/embeddings`` and ``/v1/rerank`` for those models
+with deterministic vectors and scores and a fixed latency (``embeddings_wire``); they are recorded
+like every request but are not model requests (no script is consumed).
+
 Faults: ``HangReply`` (nothing before the first byte), ``SlowDripReply``, ``DropReply``
 (connection closed mid-body), ``MalformedReply`` and ``ErrorReply`` (with ``retry_after`` and
 ``code``). Scripting: ``script(model, replies)`` in order, ``script_source(model, source)``
@@ -30,12 +35,13 @@ import json
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from codejury.errors import TestDoubleError
+from codejury.testing.embeddings_wire import EmbeddingsModel, RerankModel, answer_embeddings, answer_rerank
 from codejury.testing.loopback import LoopbackServer, QuietHandler
 from codejury.testing.provider_wire import (
     DropReply,
@@ -110,6 +116,8 @@ class FakeProviderServer(LoopbackServer):
         self._routed = 0
         self._requests: list[RecordedRequest] = []
         self._served: list[tuple[RecordedRequest, Reply | None]] = []
+        self._embeddings: dict[str, EmbeddingsModel] = {}
+        self._rerankers: dict[str, RerankModel] = {}
         # ``stopping`` is set by stop(): hangs and drips wait on it, so no handler outlives the server for long.
         super().__init__(_make_handler(self))
 
@@ -127,6 +135,16 @@ class FakeProviderServer(LoopbackServer):
     base_url = openai_base_url
 
     # -- scripting and inspection ----------------------------------------------------------
+    def serve_embeddings(self, model: str, *, dimensions: int = 64, latency_s: float = 0.0) -> None:
+        """Answer ``/v1/embeddings`` for ``model``: deterministic unit vectors, each request after ``latency_s``."""
+        with self._lock:
+            self._embeddings[model] = EmbeddingsModel(dimensions, latency_s)
+
+    def serve_rerank(self, model: str, *, latency_s: float = 0.0) -> None:
+        """Answer ``/v1/rerank`` for ``model``: scores by shared words, each request after ``latency_s``."""
+        with self._lock:
+            self._rerankers[model] = RerankModel(latency_s)
+
     def script(self, model: str, replies: list[Reply]) -> None:
         """Replies for ``model`` in order (``'*'`` for any model); the last one repeats."""
         if not replies:
@@ -193,6 +211,15 @@ class FakeProviderServer(LoopbackServer):
         """Record the request and decide what goes back on the wire."""
         with self._lock:
             self._requests.append(request)
+        endpoint = request.path.rstrip("/")
+        if request.method == "POST" and endpoint.endswith(("/v1/embeddings", "/v1/rerank")):
+            with self._lock:
+                embeddings, rerankers = dict(self._embeddings), dict(self._rerankers)
+            if endpoint.endswith("/embeddings"):
+                status, body, wait = answer_embeddings(embeddings, request.headers, request.body)
+            else:
+                status, body, wait = answer_rerank(rerankers, request.headers, request.body)
+            return replace(Wire.json(status, body), hang_s=wait)
         if request.vendor is None:
             return Wire.json(404, {"error": {"message": f"no route for {request.path}", "type": "not_found"}})
         reply = self._next_reply(request.model)

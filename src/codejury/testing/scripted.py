@@ -98,6 +98,8 @@ class ScriptedModel:
     steps: Sequence[Step]
     prompts: list[str] = field(default_factory=list)
     tool_results: list[str] = field(default_factory=list)
+    tools_offered: list[list[str]] = field(default_factory=list)
+    """The names of the tools the agent offered, per request."""
     calls: int = 0
 
     def _messages_text(self, messages: list[ModelMessage], info: AgentInfo) -> str:
@@ -117,6 +119,7 @@ class ScriptedModel:
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         text = self._messages_text(messages, info)
         self.prompts.append(text)
+        self.tools_offered.append(sorted(t.name for t in info.function_tools))
         last = messages[-1]
         for p in last.parts:
             if type(p).__name__ == "ToolReturnPart":

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 from urllib.parse import quote
 
+from codejury.change.discussion import Discussion, DiscussionComment, DiscussionThread
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, FileChange, PrefetchedBase
 from codejury.checkout.cache import Remote
 from codejury.findings import Review
@@ -149,6 +150,8 @@ class GitHubPullRequest(ForgeAdapter):
         self._permissions: dict[str, str] = {}
         self._warned: set[str] = set()
         self._comments: tuple[list[IssueComment], list[ReviewComment]] | None = None
+        self._all_threads: list[ReviewThread] = []
+        self._all_reviews: list[GitHubReview] = []
         self._refused_event = False
 
     async def _identify(self) -> None:
@@ -219,6 +222,7 @@ class GitHubPullRequest(ForgeAdapter):
             repository=_repository(pull.html_url, repo),
             change_id=f"#{number}",
             head_sha=pull.head_sha,
+            discussion=self._discussion(issue_comments, review_comments),
         )
         remote = Remote(f"{github_instance(self.env).web_url}/{repo}.git", "x-access-token", self.target.token)
         side = await self.head_side(
@@ -278,7 +282,8 @@ class GitHubPullRequest(ForgeAdapter):
                 break
         rest = {c.id: c for c in review_comments}
         threads: list[PreviousThread] = []
-        for thread in await self.api.review_threads(repo, number):
+        self._all_threads = await self.api.review_threads(repo, number)
+        for thread in self._all_threads:
             first = thread.comments[0] if thread.comments else None
             if first is None or not same_login(first.author, self.me):
                 continue
@@ -290,7 +295,8 @@ class GitHubPullRequest(ForgeAdapter):
             end = thread.line or (origin.line or origin.original_line if origin else None) or 0
             start = (origin.start_line if origin else None) or end
             threads.append(await self._thread(thread, key, start, end, finding_title(first.body)))
-        self._active = self._active_reviews(await self.api.reviews(repo, number))
+        self._all_reviews = await self.api.reviews(repo, number)
+        self._active = self._active_reviews(self._all_reviews)
         self._previous = PreviousState(
             summary_id=summary[0] if summary else None,
             summary_body=summary[1] if summary else None,
@@ -299,6 +305,44 @@ class GitHubPullRequest(ForgeAdapter):
             bot_approved=self._state() == "APPROVED",
         )
         return self._previous
+
+    def _discussion(
+        self, issue_comments: Sequence[IssueComment], review_comments: Sequence[ReviewComment]
+    ) -> Discussion:
+        """The PR's discussion for the reviewers: people's comments and review bodies, and the review threads
+        (people's, and codejury's findings) with their replies and resolution (GraphQL, matched by the first
+        comment's id); codejury's summary and its other comments left out."""
+        mine = functools.partial(same_login, self.me)
+        threads: list[DiscussionThread] = [
+            DiscussionThread((DiscussionComment(c.author, c.body, c.created_at),))
+            for c in issue_comments
+            if not mine(c.author)
+        ]
+        threads += [
+            DiscussionThread((DiscussionComment(r.author, r.body, r.submitted_at),), kind="review", state=r.state)
+            for r in self._all_reviews
+            if r.body.strip() and not mine(r.author)
+        ]
+        roots = {c.id: c for c in review_comments if c.in_reply_to_id is None}
+        replies: dict[int, list[ReviewComment]] = {}
+        for c in review_comments:
+            if c.in_reply_to_id is not None:
+                replies.setdefault(c.in_reply_to_id, []).append(c)
+        resolution = {t.comments[0].database_id: t for t in self._all_threads if t.comments}
+        for root in roots.values():
+            finding = mine(root.author) and trusted_finding(root.body, author_id=1, bot_id=1) is not None
+            if mine(root.author) and not finding:
+                continue
+            known = resolution.get(root.id)
+            comments = [root, *sorted(replies.get(root.id, ()), key=lambda c: (c.created_at, c.id))]
+            threads.append(DiscussionThread(
+                tuple(DiscussionComment(c.author, c.body, c.created_at, by_bot=mine(c.author)) for c in comments),
+                kind="finding" if finding else "comment", path=root.path,
+                line=(known.line if known else None) or root.line or root.original_line,
+                resolvable=known is not None, resolved=bool(known and known.is_resolved),
+                resolved_by=(known.resolved_by or "") if known else "", outdated=bool(known and known.is_outdated),
+            ))  # fmt: skip
+        return Discussion("github", self.noun, tuple(threads))
 
     def _active_reviews(self, reviews: Sequence[GitHubReview]) -> list[GitHubReview]:
         """The bot's reviews that still count: approvals and change requests not dismissed since."""

@@ -94,10 +94,11 @@ class IssueComment:
     id: int
     body: str
     author: str
+    created_at: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> IssueComment:
-        return cls(int(d["id"]), d.get("body") or "", user_login(d))
+        return cls(int(d["id"]), d.get("body") or "", user_login(d), str(d.get("created_at") or ""))
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,12 @@ class Review:
     body: str
     commit_id: str
     author: str
+    submitted_at: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Review:
-        return cls(int(d["id"]), d.get("state", ""), d.get("body") or "", d.get("commit_id") or "", user_login(d))
+        return cls(int(d["id"]), d.get("state", ""), d.get("body") or "", d.get("commit_id") or "", user_login(d),
+                   str(d.get("submitted_at") or ""))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -129,13 +132,14 @@ class ReviewComment:
     commit_id: str
     original_line: int | None = None
     """The line when the comment was posted (``line`` is None once it is outdated)."""
+    created_at: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ReviewComment:
         return cls(
             int(d["id"]), d.get("path", ""), d.get("line"), d.get("side") or "RIGHT", d.get("start_line"),
             d.get("in_reply_to_id"), d.get("body") or "", user_login(d), d.get("pull_request_review_id"),
-            d.get("commit_id") or "", d.get("original_line"),
+            d.get("commit_id") or "", d.get("original_line"), str(d.get("created_at") or ""),
         )  # fmt: skip
 
 

@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
+from codejury.change.discussion import Discussion as ChangeDiscussion
+from codejury.change.discussion import DiscussionComment, DiscussionThread
 from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedBase
 from codejury.checkout.cache import Remote
 from codejury.errors import InputError
@@ -102,6 +104,7 @@ class GitLabMergeRequest(ForgeAdapter):
         self._files: dict[str, FileChange] = {}
         self._previous = PreviousState()
         self._levels: dict[int, int | None] = {}
+        self._discussions: list[Discussion] = []
 
     async def _identify(self) -> None:
         self._me = await self.api.current_user()
@@ -181,6 +184,7 @@ class GitLabMergeRequest(ForgeAdapter):
             repository=self._mr.web_url.split("://", 1)[-1].split("/-/merge_requests/", 1)[0] or str(project),
             change_id=f"!{iid}",
             head_sha=self.head_sha,
+            discussion=self._discussion(),
         )
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base.result(), left_out=side.left_out, head=side.head,
@@ -201,7 +205,8 @@ class GitLabMergeRequest(ForgeAdapter):
         summary: tuple[int, str] | None = None
         state = None
         threads: list[PreviousThread] = []
-        for discussion in await self.api.discussions(project, iid):
+        self._discussions = await self.api.discussions(project, iid)
+        for discussion in self._discussions:
             first = discussion.notes[0] if discussion.notes else None
             if first is None or first.author.id != self.me.id:
                 continue
@@ -221,6 +226,33 @@ class GitLabMergeRequest(ForgeAdapter):
             bot_approved=any(u.id == self.me.id for u in approvals.approved_by),
         )
         return self._previous
+
+    def _discussion(self) -> ChangeDiscussion:
+        """The MR's discussion for the reviewers: people's threads and codejury's findings with their replies
+        (system notes, codejury's summary and its other notes left out)."""
+        threads: list[DiscussionThread] = []
+        for discussion in self._discussions:
+            notes = [n for n in discussion.notes if not n.system]
+            if not notes:
+                continue
+            first, mine = notes[0], notes[0].author.id == self.me.id
+            finding = mine and trusted_finding(first.body, author_id=first.author.id, bot_id=self.me.id) is not None
+            if mine and not finding:
+                continue
+            position = first.position or {}
+            line = position.get("new_line") or position.get("old_line")
+            by = discussion.resolved_by
+            comments = tuple(
+                DiscussionComment(n.author.username, n.body, n.created_at, by_bot=n.author.id == self.me.id)
+                for n in notes
+            )
+            threads.append(DiscussionThread(
+                comments, kind="finding" if finding else "comment",
+                path=str(position.get("new_path") or position.get("old_path") or ""),
+                line=int(line) if line else None, resolvable=discussion.resolvable, resolved=discussion.resolved,
+                resolved_by=by.username if by else "",
+            ))  # fmt: skip
+        return ChangeDiscussion("gitlab", self.noun, tuple(threads))
 
     async def _thread(self, discussion: Discussion, key: str) -> PreviousThread:
         first = discussion.notes[0]

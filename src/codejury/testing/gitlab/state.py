@@ -147,13 +147,15 @@ class GitLabState:
             self._projects[project_id].commits.pop(sha, None)
 
     def push(self, project_id: int, iid: int, *, files: FileSpec | None = None, diff: str | None = None,
-             reset_approvals: bool = True) -> dict[str, str]:  # fmt: skip
-        """A new head: a new version whose diff (base to new head) is ``files`` or ``diff``; returns its diff_refs."""
+             reset_approvals: bool = True, head_sha: str | None = None) -> dict[str, str]:  # fmt: skip
+        """A new head: a new version whose diff (base to new head) is ``files`` or ``diff``; returns its diff_refs.
+
+        ``head_sha``: the new head commit's id (one of a repository given to ``serve_git``)."""
         with self._lock:
             project = self._projects[project_id]
             mr = project.mrs[iid]
             current = mr.versions[0]
-            head = fake_sha(f"head-{project_id}-{iid}-{len(mr.versions)}")
+            head = head_sha or fake_sha(f"head-{project_id}-{iid}-{len(mr.versions)}")
             mr.versions.insert(0, self._version(current.base_sha, head, files, diff))
             project.commits[head] = apply_files(project.commits.get(current.base_sha, {}), files, mr.versions[0])
             if reset_approvals:
