@@ -41,9 +41,12 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codejury.testing.gitlab import FakeGitLab
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -159,6 +162,32 @@ def stop_child(child: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> None
             child.wait()
 
 
+def published_state(gl: FakeGitLab, iids: Iterable[int], latest: Callable[[int], str]) -> tuple[list[int], int]:
+    """The merge requests whose bot summary is missing or not at ``latest(iid)``, and the comments posted
+    twice (a second summary, or two open threads carrying one finding marker)."""
+    from codejury.forges.markers import parse_summary
+    from codejury.testing.gitlab import FakeGitLab
+
+    stale: list[int] = []
+    duplicates = 0
+    for iid in iids:
+        bot = [n for n in gl.notes(1, iid, system=False) if n["author"]["username"] == FakeGitLab.BOT]
+        summaries = [s for s in (parse_summary(n["body"]) for n in bot) if s is not None]
+        duplicates += max(0, len(summaries) - 1)
+        if not summaries or summaries[0].head_sha != latest(iid):
+            stale.append(iid)
+        open_markers = Counter(
+            m[1]
+            for d in gl.discussions(1, iid)
+            for n in d["notes"][:1]
+            if n["author"]["username"] == FakeGitLab.BOT and not n.get("resolved")
+            for m in [_FINDING_MARKER.search(n["body"])]
+            if m
+        )
+        duplicates += sum(c - 1 for c in open_markers.values())
+    return stale, duplicates
+
+
 @contextlib.asynccontextmanager
 async def serving(env: dict[str, str], log: Path) -> AsyncIterator[str]:
     """``codejury serve`` in a child process; yields its base URL once ``/readyz`` answers, stops it after."""
@@ -204,7 +233,6 @@ async def post_delivery(base: str, body: bytes, headers: dict[str, str]) -> tupl
 
 
 async def run(args: argparse.Namespace) -> int:
-    from codejury.forges.markers import parse_summary
     from codejury.testing.gitlab import FakeGitLab
 
     rng = random.Random(args.seed)
@@ -284,22 +312,7 @@ async def run(args: argparse.Namespace) -> int:
                 await asyncio.sleep(0.1)
         total_s = time.perf_counter() - started
 
-        stale, duplicates = [], 0
-        for iid in iids:
-            bot = [n for n in gl.notes(1, iid, system=False) if n["author"]["username"] == FakeGitLab.BOT]
-            summaries = [parse_summary(n["body"]) for n in bot if parse_summary(n["body"])]
-            duplicates += max(0, len(summaries) - 1)
-            if not summaries or summaries[0].head_sha != gl.diff_refs(1, iid)["head_sha"]:  # type: ignore[union-attr]
-                stale.append(iid)
-            open_markers = Counter(
-                m[1]
-                for d in gl.discussions(1, iid)
-                for n in d["notes"][:1]
-                if n["author"]["username"] == FakeGitLab.BOT and not n.get("resolved")
-                for m in [_FINDING_MARKER.search(n["body"])]
-                if m
-            )
-            duplicates += sum(c - 1 for c in open_markers.values())
+        stale, duplicates = published_state(gl, iids, lambda iid: gl.diff_refs(1, iid)["head_sha"])
 
     latencies.sort()
     p50 = latencies[len(latencies) // 2]

@@ -68,13 +68,13 @@ from codejury.testing.postgres import (  # noqa: E402
     postgres_server,
 )
 from service import (  # noqa: E402
-    _FINDING_MARKER,
     P99_TARGET_MS,
     TOKEN,
     delivery,
     free_port,
     merge_request_event,
     post_delivery,
+    published_state,
     stop_child,
     wait_ready,
 )
@@ -238,7 +238,6 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def run(args: argparse.Namespace, pg: PostgresServer, folder: Path) -> int:
-    from codejury.forges.markers import parse_summary
 
     rng = random.Random(args.seed)
     iids = list(range(1, args.mrs + 1))
@@ -335,22 +334,7 @@ async def run(args: argparse.Namespace, pg: PostgresServer, folder: Path) -> int
         logs = [log.read_text(errors="replace") for log in [*worker_logs, folder / "serve.log"]]
         published = sum(text.count(": reviewed and published") for text in logs)
 
-        stale, duplicate_comments = [], 0
-        for iid in iids:
-            bot = [n for n in gl.notes(1, iid, system=False) if n["author"]["username"] == FakeGitLab.BOT]
-            summaries = [s for s in (parse_summary(n["body"]) for n in bot) if s is not None]
-            duplicate_comments += max(0, len(summaries) - 1)
-            if not summaries or summaries[0].head_sha != heads[iid][-1]:
-                stale.append(iid)
-            markers = Counter(
-                m[1]
-                for d in gl.discussions(1, iid)
-                for n in d["notes"][:1]
-                if n["author"]["username"] == FakeGitLab.BOT and not n.get("resolved")
-                for m in [_FINDING_MARKER.search(n["body"])]
-                if m
-            )
-            duplicate_comments += sum(c - 1 for c in markers.values())
+        stale, duplicate_comments = published_state(gl, iids, lambda iid: heads[iid][-1])
         git_refused = [r for r in gl.git.requests if r.status != 200]
 
     by_head = reviews_by_head(database)

@@ -164,8 +164,9 @@ def _write_added_lines(root: Path, file: FileChange, candidate: Callable[[str], 
     lines: dict[int, str] = {}
     for hunk in file.hunks:
         for line in hunk.lines:
-            added = line.kind == "+" and line.new_no is not None and len(line.text) <= MAX_LINE_CHARS
-            if added and line.new_no is not None and candidate(line.text):
+            if line.kind != "+" or line.new_no is None or len(line.text) > MAX_LINE_CHARS:
+                continue
+            if candidate(line.text):
                 lines[line.new_no] = line.text.rstrip("\r\n")
     if not lines:
         return None

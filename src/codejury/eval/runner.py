@@ -14,7 +14,6 @@ so an interrupted eval resumes where it stopped. The naive baseline is the same 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import json
 import os
@@ -161,10 +160,11 @@ def review_flags(
     base: str | None = None,
     head: str | None = None,
     diff: str | None = None,
+    tests: tuple[str, ...] = (),
 ) -> session.ReviewFlags:
     """The flags of ``codejury review [--repo REPO --base BASE --head HEAD | --diff DIFF] --format json
-    --output OUTPUT --fail-on never [--baseline naive]`` plus the eval's ``--config``, ``--model``,
-    ``--model-for`` and ``--plugin``."""
+    --output OUTPUT --fail-on never [--baseline naive] [--tests FILE ...]`` plus the eval's ``--config``,
+    ``--model``, ``--model-for`` and ``--plugin``."""
     return session.ReviewFlags(
         repo_dir=repo,
         base_ref=base,
@@ -173,6 +173,7 @@ def review_flags(
         fmt="json",
         output=output,
         fail_on="never",
+        tests=tests,
         baseline="naive" if mode == "naive" else None,
         config_file=settings.config_file,
         model=settings.model,
@@ -244,13 +245,12 @@ async def _review_in(
 ) -> CaseRun:
     output = tmp / "review.json"
     if case.diff is not None:
-        flags = review_flags(settings, mode, output, diff=case.diff)
+        flags = review_flags(settings, mode, output, diff=case.diff, tests=case.tests)
         lines = await asyncio.to_thread(changed_lines, None, None, None, case.diff)
     else:
         repo, base, head = await asyncio.to_thread(checkout, case, tmp / "repo")
-        flags = review_flags(settings, mode, output, repo=repo, base=base, head=head)
+        flags = review_flags(settings, mode, output, repo=repo, base=base, head=head, tests=case.tests)
         lines = await asyncio.to_thread(changed_lines, repo, base, head, None)
-    flags = dataclasses.replace(flags, tests=case.tests)  # the case's CI test reports, if any
     started = time.monotonic()
     deadline = asyncio.timeout(settings.case_timeout_s)
     try:
