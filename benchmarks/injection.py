@@ -1,21 +1,35 @@
 """Detection of instruction-shaped text (``codejury.guardrails``): detection and false-positive rates.
 
-A corpus of 40 injection attempts (phrases addressed to the reviewer, authority claims aimed at
-the gate, role tags and fake blocks, invisible and bidirectional characters, a hidden HTML
-comment; in descriptions, comments, commit messages, added lines, tool results and repository
-instructions; in English and seven other languages, full-width letters among them) and 40
-benign texts that look alike (docs about prompts, tests of a detector, approval workflows,
-right-to-left scripts, emoji joiners). The corpus was written before the detector's rules were
-read, so it measures them rather than restating them. Prints the detection rate, the
-false-positive rate, the misses and the false alarms, and the time per text. Exit status 1 when
-detection is under 90% or false positives over 25% (the write-up accepts false positives).
+Two corpora, each of injection attempts and of benign texts that look alike, measured apart:
 
-Usage: python benchmarks/injection.py [--smoke]   (the corpus is small: both sizes run it whole)
+- the first corpus (below): 40 attempts (phrases addressed to the reviewer, authority claims aimed
+  at the gate, role tags and fake blocks, invisible and bidirectional characters, a hidden HTML
+  comment; in descriptions, comments, commit messages, added lines, tool results and repository
+  instructions; in English and seven other languages, full-width letters among them) and 40 benign
+  texts (docs about prompts, tests of a detector, approval workflows, right-to-left scripts, emoji
+  joiners). It was written before the detector's rules were read; the rules were then widened after
+  reading its misses, so its figure is no longer held out: it is printed, not enforced.
+- the held-out corpus (``injection_held_out.json`` beside this file): 47 attempts (the "ignore
+  previous instructions" family in twelve languages, persona switches, fake system, tool and
+  assistant turns in several syntaxes, requests to approve or to withhold findings, notes to AI,
+  LLM, bot and Copilot reviewers, authority and permission claims, payloads split over lines, code
+  comments of several languages) and 45 benign texts a review really sees (release notes, prompt
+  templates and an LLM application's own prompt constants, i18n strings, fixtures, changelogs,
+  comments in Russian, Chinese, Korean and Japanese, log lines, a PR template). It was written from
+  published attack classes before the rules were read or widened; they were widened for attack
+  classes, not for its texts, and its misses were not read to widen them.
+
+Prints each corpus's detection rate and false-positive rate, its misses and false alarms, and the
+time per text. Exit status 1 when, on the held-out corpus, detection is under 90% or false positives
+are over 25% (the write-up accepts false positives).
+
+Usage: python benchmarks/injection.py [--smoke]   (the corpora are small: both sizes run them whole)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -115,6 +129,15 @@ BENIGN = [
 ]
 
 
+HELD_OUT = Path(__file__).resolve().parent / "injection_held_out.json"
+
+
+def held_out() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The held-out corpus: its attempts and its benign texts, each ``(source, text)``."""
+    corpus = json.loads(HELD_OUT.read_text(encoding="utf-8"))
+    return [(s, t) for s, t in corpus["attempts"]], [(s, t) for s, t in corpus["benign"]]
+
+
 def flagged(source: str, text: str) -> list[str]:
     """The rules the detector reports for ``text`` read from ``source`` (HTML comments count in descriptions)."""
     from codejury.guardrails.injection import rules_of, scan
@@ -122,28 +145,50 @@ def flagged(source: str, text: str) -> list[str]:
     return sorted(rules_of(scan(text, hidden_comments=source == "description")))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="smoke size (the same corpus: it is small)")
-    args = parser.parse_args()
-    if args.smoke:
-        print("smoke size: the whole corpus (80 texts), targets printed and not enforced")
+def measure(
+    name: str, attempts: list[tuple[str, str]], benign: list[tuple[str, str]], prefix: str = ""
+) -> tuple[float, float]:
+    """Print one corpus's figures, misses and false alarms; its detection and false-positive rates."""
+    flagged("description", "warm-up")  # the import and the compiled patterns are not timed
     started = time.perf_counter()
-    misses = [(source, text) for source, text in ATTEMPTS if not flagged(source, text)]
-    alarms = [(source, text, flagged(source, text)) for source, text in BENIGN if flagged(source, text)]
-    took_ms = (time.perf_counter() - started) * 1000 / (len(ATTEMPTS) + len(BENIGN))
-    detection = 1 - len(misses) / len(ATTEMPTS)
-    false_positives = len(alarms) / len(BENIGN)
+    misses = [(source, text) for source, text in attempts if not flagged(source, text)]
+    alarms = [(source, text, rules) for source, text in benign if (rules := flagged(source, text))]
+    took_ms = (time.perf_counter() - started) * 1000 / (len(attempts) + len(benign))
+    detection = 1 - len(misses) / len(attempts)
+    false_positives = len(alarms) / len(benign)
+    print(f"{name}:")
     print(
-        f"injection attempts detected: {len(ATTEMPTS) - len(misses)}/{len(ATTEMPTS)} ({detection:.0%}, target >= 90%)"
+        f"{prefix}injection attempts detected: {len(attempts) - len(misses)}/{len(attempts)} "
+        f"({detection:.0%}, target >= 90%)"
     )
-    print(f"benign texts flagged: {len(alarms)}/{len(BENIGN)} ({false_positives:.0%}, limit <= 25%)")
-    print(f"time per text: {took_ms:.3f} ms")
+    print(f"{prefix}benign texts flagged: {len(alarms)}/{len(benign)} ({false_positives:.0%}, limit <= 25%)")
+    print(f"{prefix}time per text: {took_ms:.3f} ms")
     for source, text in misses:
         print(f"  missed ({source}): {text.encode('unicode_escape').decode()[:100]}")
     for source, text, rules in alarms:
         print(f"  flagged ({source}, {', '.join(rules)}): {text.encode('unicode_escape').decode()[:100]}")
+    return detection, false_positives
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="smoke size (the same corpora: they are small)")
+    args = parser.parse_args()
+    attempts, benign = held_out()
+    if args.smoke:
+        total = len(ATTEMPTS) + len(BENIGN) + len(attempts) + len(benign)
+        print(f"smoke size: both corpora whole ({total} texts), targets printed and not enforced")
+    measure(
+        "first corpus (the rules were widened after reading its misses: not held out, not enforced)", ATTEMPTS, BENIGN
+    )
+    detection, false_positives = measure(
+        "held-out corpus (written before the rules were widened: the target is enforced here)",
+        attempts,
+        benign,
+        prefix="held-out ",
+    )
     ok = detection >= DETECTION_TARGET and false_positives <= FALSE_POSITIVE_LIMIT
+    print(f"held-out target met: {'yes' if ok else 'no'}")
     return 0 if ok or args.smoke else 1
 
 

@@ -330,12 +330,13 @@ def run_bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
 def test_component_inputs_have_the_documented_defaults() -> None:
     header, _, _ = component_documents()
     inputs = header["spec"]["inputs"]
-    assert set(inputs) == {"stage", "image", "config", "fail_on", "extra_args", "max_inline"}
+    assert set(inputs) == {"stage", "image", "config", "fail_on", "extra_args", "max_inline", "tests"}
     assert inputs["stage"]["default"] == "test"
     assert inputs["image"]["default"] == f"registry.gitlab.com/codejury/codejury:{project_version()}"
     assert "$CI_" not in inputs["image"]["default"], "a consumer's own registry variables are not our image"
     assert inputs["config"]["default"] == ""
     assert inputs["extra_args"]["default"] == ""
+    assert inputs["tests"]["default"] == ""
     assert inputs["fail_on"]["default"] == "requested_changes"
     assert inputs["fail_on"]["options"] == list(FAIL_ON_CHOICES)
     assert inputs["max_inline"] == {**inputs["max_inline"], "type": "number", "default": 20}
@@ -390,7 +391,7 @@ def test_component_command_is_a_real_review_invocation() -> None:
     script = component_script(job)
     assert re.search(r"(?m)^\s*codejury review\b", script)
     flags = codejury_flags(script)
-    assert {"--publish", "--fail-on", "--max-inline", "--format", "--output", "--config"} <= flags
+    assert {"--publish", "--fail-on", "--max-inline", "--format", "--output", "--config", "--tests"} <= flags
     help_text = review_help()
     missing = sorted(f for f in flags if f not in help_text)
     assert not missing, f"flags not in `codejury review --help`: {missing}"
@@ -436,6 +437,8 @@ def test_component_script_runs_with_the_defaults(stub_bin: Path, checkout: Path,
     assert seen["params"]["max_inline"] == 20
     assert seen["params"]["fmt"] == "codeclimate"
     assert seen["params"]["config_file"] is None, "no --config when the input is empty"
+    assert seen["params"]["tests"] == [], "no --tests when the input is empty"
+    assert "test report" not in result.stderr
     assert json.loads((checkout / "gl-code-quality-report.json").read_text(encoding="utf-8")) == []
 
 
@@ -474,6 +477,42 @@ def test_component_script_keeps_the_review_exit_status(stub_bin: Path, checkout:
     assert result.returncode == 1
 
 
+def _test_reports(checkout: Path) -> str:
+    """Two reports a glob matches and one named by its path, in the checkout; the ``tests`` input naming them
+    (spaces and newlines), plus a pattern that matches no file."""
+    (checkout / "reports").mkdir()
+    for name in ("unit.xml", "api.xml", "notes.txt"):
+        (checkout / "reports" / name).write_text("<testsuites/>\n", encoding="utf-8")
+    (checkout / "junit.xml").write_text("<testsuites/>\n", encoding="utf-8")
+    return "reports/*.xml\n  junit.xml coverage/*.xml\n"
+
+
+NO_MATCH_LINE = "codejury: no test report matches coverage/*.xml: reviewing without it"
+
+
+def test_component_gives_each_test_report_as_a_tests_argument(stub_bin: Path, checkout: Path, tmp_path: Path) -> None:
+    script, variables = _component_shell({"tests": _test_reports(checkout)})
+    record = tmp_path / "record.json"
+    result = run_bash(script, checkout, {**_mr_env(stub_bin, record), **variables})
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    assert seen["params"]["tests"] == ["reports/api.xml", "reports/unit.xml", "junit.xml"]
+    assert seen["argv"].count("--tests") == 3
+    assert "coverage/*.xml" not in seen["argv"], "a pattern that matches nothing is no argument"
+    assert result.stderr.splitlines() == [NO_MATCH_LINE]
+
+
+def test_component_stops_with_exit_2_on_a_test_report_that_is_not_junit(
+    scripted_bin: Path, checkout: Path, tmp_path: Path
+) -> None:
+    (checkout / "junit.xml").write_text("<html>not a test report</html>\n", encoding="utf-8")
+    script, variables = _component_shell({"tests": "junit.xml", "extra_args": SCRIPTED_MODEL_ARGS})
+    env = {**variables, "PATH": f"{scripted_bin}{os.pathsep}{os.environ['PATH']}", "SCRIPTED_FINDINGS": "[]"}
+    result = run_bash(script, checkout, {**env, "CI_PIPELINE_SOURCE": "merge_request_event"})
+    assert result.returncode == 2
+    assert "--tests junit.xml" in result.stderr
+
+
 def test_gitlab_example_includes_the_component_with_declared_inputs() -> None:
     header, _, _ = component_documents()
     example = yaml.safe_load(GITLAB_EXAMPLE.read_text(encoding="utf-8"))
@@ -508,7 +547,8 @@ def test_action_inputs_are_declared_and_used() -> None:
     used = set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", "\n".join(expressions)))
     assert used <= declared, f"used but not declared: {sorted(used - declared)}"
     assert declared <= used, f"declared but never used: {sorted(declared - used)}"
-    assert {"version", "python-version", "config", "fail-on", "max-inline", "sarif", "extra-args"} <= declared
+    assert {"version", "python-version", "config", "fail-on", "max-inline", "sarif", "tests", "extra-args"} <= declared
+    assert action["inputs"]["tests"]["default"] == ""
     for name, spec in action["inputs"].items():
         assert spec.get("description"), f"input {name} has no description"
 
@@ -528,7 +568,7 @@ def test_action_command_flags_exist() -> None:
     script = action_step(action, "review")["run"]
     assert re.search(r"codejury\"? review\b", script)
     flags = codejury_flags(script)
-    assert {"--publish", "--fail-on", "--max-inline", "--format", "--output", "--config"} <= flags
+    assert {"--publish", "--fail-on", "--max-inline", "--format", "--output", "--config", "--tests"} <= flags
     help_text = review_help()
     missing = sorted(f for f in flags if f not in help_text)
     assert not missing, f"flags not in `codejury review --help`: {missing}"
@@ -654,6 +694,7 @@ def test_action_review_step_sets_outputs_and_defers_the_exit_status(
     assert seen["params"]["max_inline"] == 20
     assert seen["params"]["reflection"] is True
     assert seen["params"]["exclude"] == ["docs/*"]
+    assert seen["params"]["tests"] == [], "no --tests when the input is empty"
     assert seen["config_text"] == 'fail_on = "warning"\n', "the base branch's file, not the pull request's"
 
 
@@ -679,6 +720,28 @@ def test_action_review_step_when_codejury_stops_early(stub_bin: Path, checkout: 
     assert outputs["exit-code"] == "2"
     assert outputs["verdict"] == ""
     assert "events" not in outputs and "sarif" not in outputs
+
+
+def test_action_gives_each_test_report_as_a_tests_argument(stub_bin: Path, checkout: Path, tmp_path: Path) -> None:
+    result, outputs, record = _run_action_review(stub_bin, checkout, tmp_path, {"tests": _test_reports(checkout)}, {})
+    assert result.returncode == 0, result.stderr
+    assert outputs["exit-code"] == "0"
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    assert seen["params"]["tests"] == ["reports/api.xml", "reports/unit.xml", "junit.xml"]
+    assert seen["argv"].count("--tests") == 3
+    assert "coverage/*.xml" not in seen["argv"], "a pattern that matches nothing is no argument"
+    assert result.stderr.splitlines() == [NO_MATCH_LINE]
+
+
+def test_action_stops_with_exit_2_on_a_test_report_that_is_not_junit(
+    scripted_bin: Path, checkout: Path, tmp_path: Path
+) -> None:
+    (checkout / "junit.xml").write_text("<html>not a test report</html>\n", encoding="utf-8")
+    inputs = {"tests": "junit.xml", "extra-args": SCRIPTED_MODEL_ARGS}
+    result, outputs, _ = _run_action_review(scripted_bin, checkout, tmp_path, inputs, {"SCRIPTED_FINDINGS": "[]"})
+    assert result.returncode == 0, result.stderr  # the last step exits with the status
+    assert outputs["exit-code"] == "2"
+    assert "--tests junit.xml" in result.stderr
 
 
 @pytest.mark.parametrize("verdict", get_args(Verdict))

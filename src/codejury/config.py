@@ -21,6 +21,7 @@ from codejury.config_schema import FileTable, Source, dotted, show_value, valida
 from codejury.errors import ConfigError
 
 if TYPE_CHECKING:
+    from codejury.models.embeddings import EmbeddingsFactory
     from codejury.models.providers import ProviderSpec
     from codejury.models.registry import ModelKind
     from codejury.reviewers.roster import ReviewerSpec
@@ -97,7 +98,9 @@ class RetrievalSettings:
 
     embeddings_model: str | None = None
     rerank_model: str | None = None
+    """``provider:model`` of a /rerank endpoint, or ``reviewer``: each reviewer's own model reranks its searches."""
     rerank_candidates: int = 30
+    rerank_prompt_tokens: int = 4_000
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,8 @@ class ReviewConfig:
     notices: tuple[str, ...] = ()
     model_kinds: Mapping[str, ModelKind] | None = None
     """Provider kind → how to build its models (``codejury_register_model_kinds``); None: the built-in kinds."""
+    embeddings_providers: Mapping[str, EmbeddingsFactory] = field(default_factory=dict)
+    """Embeddings provider name → its factory (``codejury_register_embeddings``)."""
     stopped: str | None = None
     """Why no model may be called for this review (the routing document's kill switch); None: it runs."""
 
@@ -402,6 +407,22 @@ def check_provider(
         raise ConfigError(
             f"{settings.origin(f'providers.{name}.base_url')} is required for {article} {provider.kind} provider"
         )
+
+
+def check_embeddings_provider(settings: Settings, providers: Collection[str], registered: Collection[str]) -> None:
+    """``[retrieval] embeddings_model`` names a configured provider or an embeddings provider a plugin registered."""
+    spec = settings.retrieval.embeddings_model
+    if spec is None:
+        return
+    name = spec.partition(":")[0].strip().lower()
+    if name in providers or name in {r.lower() for r in registered}:
+        return
+    known = ", ".join(sorted(registered)) or "none"
+    raise ConfigError(
+        f"{settings.origin('retrieval.embeddings_model')}: no provider named {name!r} (providers: "
+        f"{', '.join(sorted(providers))}; registered embeddings providers: {known}); a plugin's "
+        "provider needs its plugin loaded"
+    )
 
 
 def check_reviewer_names(settings: Settings, known: Collection[str]) -> None:

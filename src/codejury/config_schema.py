@@ -50,6 +50,15 @@ def _model_string_or_empty(value: str) -> str:
     return value if value == "" else _model_string(value)
 
 
+def _reranker(value: str) -> str:
+    if value.strip() == "reviewer":
+        return "reviewer"
+    try:
+        return _model_string(value)
+    except PydanticCustomError:
+        raise _expected("a 'provider:model' string, or \"reviewer\"") from None
+
+
 def _http_url(value: str) -> str:
     try:
         parts = urlsplit(value.strip())
@@ -80,6 +89,7 @@ def _fail_on(value: str) -> str:
 
 
 ModelString = Annotated[str, AfterValidator(_model_string), TypeLabel('"provider:model"')]
+Reranker = Annotated[str, AfterValidator(_reranker), TypeLabel('"provider:model" or "reviewer"')]
 FailbackTarget = Annotated[
     str, AfterValidator(_model_string_or_empty), TypeLabel('"provider:model", or "" to end the chain')
 ]
@@ -222,18 +232,29 @@ class RetrievalTable(_Table):
     embeddings_model: ModelString | None = Field(
         default=None,
         description='Embeddings model, "provider:model" on an openai or openai-compatible provider (its '
-        "/embeddings endpoint: OpenAI, Ollama, vLLM, llama.cpp, a gateway). Chunks are embedded with their "
+        '/embeddings endpoint: OpenAI, Ollama, vLLM, llama.cpp, a gateway), or "NAME:MODEL" of an embeddings '
+        "provider a plugin registers (docs/plugins.md). Chunks are embedded with their "
         "file path and name in front, kept in the local index cache per model, and searched beside BM25 "
         "(reciprocal rank fusion). Default: none, BM25 alone.",
     )
-    rerank_model: ModelString | None = Field(
+    rerank_model: Reranker | None = Field(
         default=None,
         description='Reranker, "provider:model" on a provider with a Cohere/Jina-style /rerank endpoint '
         "(vLLM, llama.cpp, Jina, or Cohere with base_url .../v2): the fused candidates are reordered by it. "
-        "Default: none.",
+        '"reviewer": the model of the reviewer making the search reorders them, in one call per search that '
+        "sees the query and the numbered candidates and answers their order (its tokens count in that "
+        "reviewer's usage; a failed call keeps the fused order). Default: none.",
     )
     rerank_candidates: Annotated[int, Field(ge=1, le=100), TypeLabel("integer from 1 to 100")] = Field(
-        default=30, description="Fused candidates sent to the reranker (each cut to 2,000 characters)."
+        default=30,
+        description="Fused candidates sent to the reranker (each cut to 2,000 characters; for the reviewer's "
+        "model, to an equal share of rerank_prompt_tokens).",
+    )
+    rerank_prompt_tokens: Annotated[int, Field(ge=500, le=100_000), TypeLabel("integer from 500 to 100000")] = Field(
+        default=4_000,
+        description='With rerank_model = "reviewer": the most tokens one rerank prompt takes, instructions, '
+        "query and candidates together (counted at 3 characters a token, and never past the model's context "
+        "window); candidates that do not fit keep their fused place after the ranked ones.",
     )
 
 

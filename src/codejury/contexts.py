@@ -36,6 +36,8 @@ class Contributions:
     repo_instructions: list[str] = field(default_factory=list)
     model_kinds: dict[str, ModelKind] = field(default_factory=dict)
     """Provider kinds registered through ``codejury_register_model_kinds``."""
+    embeddings: dict[str, Any] = field(default_factory=dict)
+    """Embeddings providers registered through ``codejury_register_embeddings``."""
 
 
 @dataclass

@@ -237,6 +237,9 @@ class Review(BaseModel):
     """Decisions on human replies that disputed earlier findings (forge re-reviews only; not in the JSON)."""
     notes: list[str] = Field(default_factory=list)
     """One line each about what the review could not look at: analyzers skipped or failed, files left out."""
+    tests: str | None = None
+    """The CI job's test reports (``--tests``) in one line: how many tests ran and the failing ones by name (those
+    covering a changed function first); None when no report was given."""
     below_threshold: list[Finding] = Field(default_factory=list)
     """Findings under the confidence threshold (``[confidence]``): not published, not counted toward the verdict,
     kept here (and in the JSON and the store) so that the threshold can be tuned."""
@@ -268,3 +271,6 @@ class Plan(BaseModel):
     """Chosen models that could not run here, and why (a missing API key, an uninstalled runtime)."""
     refusal: str | None = None
     """Why a review run now would be refused (a daily cap reached, the kill switch); None: it would run."""
+    estimate_notes: list[str] = Field(default_factory=list)
+    """What the token estimate counts besides the prompts and patches, one line each (the failing tests of
+    ``--tests``, the change's discussion on its forge)."""

@@ -16,6 +16,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from codejury.contexts import BootstrapContext, ConfigureContext, PostConfigureContext
+    from codejury.models.embeddings import EmbeddingsFactory
     from codejury.models.registry import ModelKind
 
 hookspec = pluggy.HookspecMarker("codejury")
@@ -50,6 +51,11 @@ def codejury_register_renderers(register: Callable[[str, Callable[..., Any]], No
 @hookspec
 def codejury_register_model_kinds(register: Callable[[str, ModelKind], None]) -> None:
     """Register provider kinds: name -> ``ModelKind`` (how to build a model for a ``[providers.X] kind = name``)."""
+
+
+@hookspec
+def codejury_register_embeddings(register: Callable[[str, EmbeddingsFactory], None]) -> None:
+    """Register embeddings providers: NAME (of ``[retrieval] embeddings_model = "NAME:MODEL"``) -> factory."""
 
 
 @hookspec

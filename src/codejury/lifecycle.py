@@ -3,8 +3,8 @@ fatal), post_configure (async), and the registries read from a plugin manager.
 
 Plugins contribute through contexts (``codejury.contexts``); the core assembles the final
 ReviewConfig from the contributions, so no plugin reads another plugin's settings. Registries
-(sources, renderers, model kinds, forges, analyzers, recorders) are name → object tables
-collected from the ``codejury_register_*`` hooks. The manager itself is made once, by
+(sources, renderers, model kinds, embeddings providers, forges, analyzers, recorders) are name →
+object tables collected from the ``codejury_register_*`` hooks. The manager itself is made once, by
 ``codejury.plugins``, in the composition root (``codejury.session``)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 
-from codejury.config import ReviewConfig, Settings, check_provider, check_reviewer_names
+from codejury.config import ReviewConfig, Settings, check_embeddings_provider, check_provider, check_reviewer_names
 from codejury.contexts import BootstrapContext, ConfigureContext, Contributions, PostConfigureContext, Warn
 from codejury.errors import CodejuryError, ConfigError
 from codejury.models.providers import ProviderSpec
@@ -60,7 +60,10 @@ async def run_bootstrap(pm: pluggy.PluginManager, settings: Settings, warn: Warn
 
 def run_configure(pm: pluggy.PluginManager, settings: Settings, change: ChangeSet) -> Contributions:
     """Run every plugin's configure in order; the first failure stops the run with its cause."""
-    into = Contributions(model_kinds=collect_registry(pm, "codejury_register_model_kinds"))
+    into = Contributions(
+        model_kinds=collect_registry(pm, "codejury_register_model_kinds"),
+        embeddings=collect_registry(pm, "codejury_register_embeddings"),
+    )
     for name, fn in _impls(pm, "codejury_configure"):
         ctx = ConfigureContext(plugin=name, settings=_own_settings(settings, name), change=change, _into=into)
         try:
@@ -88,6 +91,7 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
             enabled=p.enabled,
         )
     check_reviewer_names(settings, into.reviewers)  # --model-for / [reviewers.NAME] name a real reviewer
+    check_embeddings_provider(settings, providers, into.embeddings)  # [retrieval] embeddings_model's NAME
     reviewers = {n: s for n, s in into.reviewers.items() if n not in settings.disabled_reviewers}
     sections = tuple(into.prompt_sections)
     return ReviewConfig(
@@ -101,6 +105,7 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
         repo_instructions="\n\n".join(into.repo_instructions) or None,
         notices=tuple(notices),
         model_kinds=dict(kinds),
+        embeddings_providers=dict(into.embeddings),
     )
 
 

@@ -15,8 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codejury.agents.context_watch import context_notes
-from codejury.agents.discussion import CHARS_PER_TOKEN as DISCUSSION_CHARS_PER_TOKEN
-from codejury.agents.discussion import tests_section
+from codejury.agents.discussion import tests_context
 from codejury.agents.panel import run_panel
 from codejury.agents.prompts import shared_context
 from codejury.analyzers.stage import evidence_stage
@@ -130,13 +129,15 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
                 evidence = await traced("evidence", evidence_stage(run))
                 judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence, tests))
     notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
-    notes += [tests.note()] if tests is not None else []  # every format names the failing tests
     notes += routing_notes  # a re-read of the routing document that failed: the last good one was used
     notes += [unpriced] if unpriced is not None else []
     notes += context_notes(run.events.events)  # prompts past half a model's context window
     stopped = models.budget.reason() if models.budget is not None else None
     with span("verdict"):
-        return verdict_stage(run, panel, judgement, notes=notes, stopped=stopped)
+        # Every format names the failing tests, apart from what the review could not do.
+        return verdict_stage(
+            run, panel, judgement, notes=notes, stopped=stopped, tests=None if tests is None else tests.note()
+        )
 
 
 @asynccontextmanager
@@ -286,11 +287,7 @@ def _context_text(run: ReviewRun, tests: TestCoverage | None = None) -> str:
         custom_rules=config.custom_rules,
         org_instructions=config.org_instructions,
     )
-    budget = run.settings.test_failures_tokens
-    if tests is not None and tests.failures and budget:
-        failing, _ = tests.context(budget * DISCUSSION_CHARS_PER_TOKEN)
-        text += "\n" + tests_section(failing)
-    return text
+    return text + tests_context(tests, run.settings.test_failures_tokens)
 
 
 def _tests(run: ReviewRun) -> TestCoverage | None:

@@ -2,7 +2,10 @@
 
 Tokens are estimated per reviewer (its static prompt, the shared context and the patches of the
 files it looks at), priced with the configured prices, and every chosen model is checked for
-whether it could run here (provider known and enabled, key set, embedded runtime installed).
+whether it could run here (provider known and enabled, key set, embedded runtime installed). The
+shared context is the one the reviewers would get: with the failing tests of the ``--tests``
+reports, and on a forge with the change's discussion (read with the change, no extra request);
+the plan says in one line each what the estimate includes.
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codejury.agents import prompts
+from codejury.agents.discussion import discussion_section, tests_context
 from codejury.change.classify import is_release_file
 from codejury.change.types import FileChange
 from codejury.findings import Plan, PlannedReviewer, Usage
 from codejury.models.pricing import estimate_tokens
+from codejury.render import counted
 from codejury.reviewers.roster import coordinator_prompt, shared_rules
 from codejury.runstate import ReviewRun
 from codejury.workspace import numbered_patch
@@ -37,6 +42,8 @@ def plan_stage(run: ReviewRun) -> Plan:
         custom_rules=config.custom_rules,
         org_instructions=config.org_instructions,
     )
+    extra, estimate_notes = _context_extras(run, kept)
+    context_text += extra
     rules = shared_rules()
     patch_tokens = {f.path: estimate_tokens(numbered_patch(f)) for f in kept}
     planned: list[PlannedReviewer] = []
@@ -63,7 +70,42 @@ def plan_stage(run: ReviewRun) -> Plan:
         estimated_input_tokens=total_tokens,
         estimated_cost_usd=round(cost, 4),
         model_problems=_model_problems(run),
+        estimate_notes=estimate_notes,
     )
+
+
+def _context_extras(run: ReviewRun, kept: Sequence[FileChange]) -> tuple[str, list[str]]:
+    """What the failing tests and the discussion add to each model call, as the review would give them, and
+    the plan's line on each: the failing tests in the shared context, the discussion in the prompt of a model
+    without tools or as the answer of ``get_pr_discussion`` (counted as read)."""
+    settings = run.settings
+    text = ""
+    notes: list[str] = []
+    report = run.options.test_report
+    if report is not None:
+        from codejury.analyzers.junit import coverage
+
+        files = ", ".join(report.files)
+        failing = tests_context(coverage(report, run.change, kept), settings.test_failures_tokens)
+        if failing:
+            text += failing
+            notes.append(
+                f"test failures included: {counted(len(report.failures), 'failing test')} of {files}, "
+                f"about {estimate_tokens(failing):,} tokens in each model call"
+            )
+        elif report.failures:
+            notes.append(f"test failures not included: test_failures_tokens is 0 ({files})")
+        else:
+            notes.append(f"no test failures to include: none of {counted(report.total, 'test')} failed ({files})")
+    discussion = run.change.meta.discussion
+    if discussion is not None and settings.discussion_tokens:
+        section = "\n" + discussion_section(discussion, settings.discussion_tokens)
+        text += section
+        notes.append(
+            f"discussion included: the {discussion.noun}'s discussion ({discussion.counts()}), "
+            f"about {estimate_tokens(section):,} tokens in each model call"
+        )
+    return text, notes
 
 
 def _model_problems(run: ReviewRun) -> dict[str, str]:

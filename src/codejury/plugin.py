@@ -11,8 +11,9 @@ functions marked ``@hookimpl`` and named after the hooks of ``codejury.hookspecs
 - registries, each called with ``register(name, thing)``: ``codejury_register_renderers``
   (a ``Renderer``), ``codejury_register_model_kinds`` (a ``ModelKind``),
   ``codejury_register_sources`` (a ``SourceFactory``), ``codejury_register_analyzers`` (an
-  ``Analyzer``), ``codejury_register_recorders`` (a ``RecorderFactory``) and
-  ``codejury_register_forges``.
+  ``Analyzer``), ``codejury_register_recorders`` (a ``RecorderFactory``),
+  ``codejury_register_embeddings`` (an ``EmbeddingsFactory``: ``EmbeddingsRequest`` in, an object
+  with ``embed(texts)`` out) and ``codejury_register_forges``.
 
 Names imported from here are the supported surface; the modules they come from may move.
 """
@@ -32,6 +33,7 @@ from codejury.errors import CodejuryError, ConfigError, InputError, ModelSetupEr
 from codejury.evidence import Evidence
 from codejury.findings import Finding, Plan, Review, Severity, Tier, Verdict
 from codejury.hookspecs import hookimpl
+from codejury.models.embeddings import EmbeddingsFactory, EmbeddingsRequest, TextEmbeddings
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.providers import NO_KEY_PLACEHOLDER, ProviderSpec
 from codejury.models.registry import ModelFactory, ModelKind, ModelRequest
@@ -59,6 +61,8 @@ __all__ = [
     "CodejuryError",
     "ConfigError",
     "ConfigureContext",
+    "EmbeddingsFactory",
+    "EmbeddingsRequest",
     "Evidence",
     "FileChange",
     "Finding",
@@ -81,6 +85,7 @@ __all__ = [
     "Severity",
     "SourceFactory",
     "SourceOptions",
+    "TextEmbeddings",
     "Tier",
     "Verdict",
     "hookimpl",

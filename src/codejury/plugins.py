@@ -78,6 +78,11 @@ class Plugins:
         """Recorder factories by name (``codejury_register_recorders``)."""
         return self._registry("codejury_register_recorders")
 
+    @cached_property
+    def embeddings(self) -> Mapping[str, Any]:
+        """Embeddings providers by name (``codejury_register_embeddings``)."""
+        return self._registry("codejury_register_embeddings")
+
 
 def load_plugins(extra_modules: Iterable[str] = ()) -> Plugins:
     """The built-ins, the installed plugins and ``extra_modules`` (``--plugin``), loaded once."""

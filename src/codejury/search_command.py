@@ -2,9 +2,11 @@
 
 It indexes the directory (``--repo``, default the current one) the way a review does, with the same
 cache, and searches it with the same steps: BM25, and with ``[retrieval] embeddings_model`` the
-vector search fused with it, then the reranker when ``rerank_model`` is set. ``--explain`` prints
+vector search fused with it, then the reranker when ``rerank_model`` is set (with ``"reviewer"``,
+the standard tier's model stands in for the reviewer whose search it would be). ``--explain`` prints
 each step's list with its scores; ``--format json`` prints them as data. Settings come from the
-directory's ``.codejury.toml`` / ``pyproject.toml``, ``--config`` and the environment.
+directory's ``.codejury.toml`` / ``pyproject.toml``, ``--config`` and the environment; installed
+plugins and ``--plugin`` modules may register embeddings providers.
 
 Only click is imported at start-up; the index and the provider SDK are imported when it runs.
 """
@@ -21,8 +23,14 @@ import click
 from codejury.stats_command import exit_on_error
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from codejury.config import Settings
+    from codejury.models.providers import ProviderSpec
+    from codejury.plugins import Plugins
+    from codejury.repocontext.context import RepoContext
     from codejury.repocontext.index import RepoIndex
+    from codejury.repocontext.model_rerank import ModelReranker
     from codejury.repocontext.retrieval import Hits, Retrieval
 
 
@@ -51,11 +59,18 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Extra config file (TOML), as for codejury review.",
 )
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
 def search_command(
-    query: str, repo_dir: Path | None, top: int, explain: bool, fmt: str, config_file: Path | None
+    query: str,
+    repo_dir: Path | None,
+    top: int,
+    explain: bool,
+    fmt: str,
+    config_file: Path | None,
+    plugins: tuple[str, ...],
 ) -> None:
     """Search a repository's code as the reviewers' search_code does (BM25, vectors, rerank as configured)."""
-    text = exit_on_error(lambda: _search(query, repo_dir, top, explain, fmt, config_file, dict(os.environ)))
+    text = exit_on_error(lambda: _search(query, repo_dir, top, explain, fmt, config_file, dict(os.environ), plugins))
     click.echo(text)
 
 
@@ -75,11 +90,20 @@ def _settings(root: Path, config_file: Path | None, env: dict[str, str]) -> Sett
 
 
 def _search(
-    query: str, repo_dir: Path | None, top: int, explain: bool, fmt: str, config_file: Path | None, env: dict[str, str]
+    query: str,
+    repo_dir: Path | None,
+    top: int,
+    explain: bool,
+    fmt: str,
+    config_file: Path | None,
+    env: dict[str, str],
+    plugin_modules: tuple[str, ...] = (),
 ) -> str:
     from codejury.cli_io import shown_path
+    from codejury.config import check_embeddings_provider
     from codejury.errors import InputError
     from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
+    from codejury.plugins import load_plugins
     from codejury.repocontext import store
     from codejury.repocontext.context import RepoContext
     from codejury.repocontext.retrieval import RetrievalConfig
@@ -101,22 +125,68 @@ def _search(
             api_key_env=p.api_key_env or (base.api_key_env if base else None),
             enabled=p.enabled,
         )
+    plugins = load_plugins(plugin_modules)
+    check_embeddings_provider(settings, providers, plugins.embeddings)  # an unknown NAME: exit 2, one line
     given = settings.retrieval
     config = RetrievalConfig(
-        given.embeddings_model, given.rerank_model, given.rerank_candidates, providers, env, embed_budget_s=None
+        given.embeddings_model,
+        given.rerank_model,
+        given.rerank_candidates,
+        providers,
+        env,
+        embed_budget_s=None,
+        rerank_prompt_tokens=given.rerank_prompt_tokens,
+        embeddings_providers=plugins.embeddings,
     )
     context = RepoContext(root, cache_dir=store.default_cache_dir(), retrieval=config)
     retriever = context.retriever()
     index = context.index()
     if retriever is None or index is None:
         raise InputError(f"search: the repository index could not be built ({context.error})")
-    for note in retriever.notes:
+    reranker, said = (
+        _model_reranker(context, settings, providers, env, plugins) if config.reranks_with_model else (None, None)
+    )
+    for note in [*retriever.notes, *([said] if said else [])]:
         click.echo(f"codejury: {note}", err=True)
     if fmt == "json":
-        return json.dumps(_as_json(index, retriever.search(query, top)), indent=2)
+        return json.dumps(_as_json(index, retriever.search(query, top, reranker=reranker)), indent=2)
     if explain:
-        return explained(index, retriever.search(query, top), top=max(top, 10))
-    return context.search_code(query, top)
+        return explained(index, retriever.search(query, top, reranker=reranker), top=max(top, 10))
+    return context.search_code(query, top, reranker=reranker)
+
+
+def _model_reranker(
+    context: RepoContext,
+    settings: Settings,
+    providers: Mapping[str, ProviderSpec],
+    env: Mapping[str, str],
+    plugins: Plugins,
+) -> tuple[ModelReranker | None, str]:
+    """With ``rerank_model = "reviewer"``: the standard tier's model as the reranker, and the line that says so
+    (or why there is none: the search then keeps the fused order)."""
+    from codejury.config import fill_default_models
+    from codejury.errors import CodejuryError
+    from codejury.models.readiness import model_problem
+    from codejury.models.registry import resolve_model
+    from codejury.plugins import collect_registry
+
+    spec = fill_default_models(settings, env)[0].models.get("standard")
+    if spec is None:
+        return None, "rerank off: no standard model configured to rerank with"
+    provider = providers.get(spec.partition(":")[0].strip().lower())
+    if provider is not None and provider.kind == "local":  # no tools: a review's reviewers on it never search
+        return None, f"rerank off: the standard model {spec} is the embedded model, which does not rerank"
+    problem = model_problem(spec, providers, env)
+    if problem is not None:
+        return None, f"rerank off: the standard model {spec} cannot run here ({problem})"
+    try:
+        resolved = resolve_model(
+            spec, providers, env=env, kinds=collect_registry(plugins.manager, "codejury_register_model_kinds")
+        )
+    except CodejuryError as exc:
+        return None, f"rerank off: the standard model {spec} cannot be used ({exc})"
+    reranker = context.model_reranker(resolved)
+    return reranker, f"rerank: the standard model {spec} orders the candidates (one call)"
 
 
 def _as_json(index: RepoIndex, answer: Retrieval) -> dict[str, Any]:

@@ -183,7 +183,13 @@ def _repo_context(run: ReviewRun) -> RepoContext:
     head = run.change.head
     given = run.settings.retrieval
     retrieval = RetrievalConfig(
-        given.embeddings_model, given.rerank_model, given.rerank_candidates, run.config.providers, run.options.env
+        given.embeddings_model,
+        given.rerank_model,
+        given.rerank_candidates,
+        run.config.providers,
+        run.options.env,
+        rerank_prompt_tokens=given.rerank_prompt_tokens,
+        embeddings_providers=run.config.embeddings_providers,
     )
     return RepoContext(
         run.change.root if head is None else None,

@@ -146,14 +146,26 @@ def test_a_failing_test_on_a_changed_function_is_named_and_backs_the_finding(
     (tmp_path / "repo" / "cart.py").write_text(NEW, encoding="utf-8")  # the head side: tree-sitter's functions
     code, out, err, _ = review(tmp_path, monkeypatch, "--tests", str(report), "--repo", str(tmp_path / "repo"))
     assert code == 0, err
-    assert f"tests ({report}): 1 of 3 failed: {TEST_ID} (covers cart.py:total)" in out  # markdown's notes
+    # Its own heading: what the tests said is not something the review could not do.
+    tests, _, rest = out.partition("### Tests\n\n")[2].partition("\n")
+    assert tests == f"- tests ({report}): 1 of 3 failed: {TEST_ID} (covers cart.py:total)", out
+    assert "tests (" not in rest.partition("### Notes")[2]
 
     code, out, err, _ = review(tmp_path, monkeypatch, "--tests", str(report), "--format", "json")
     assert code == 0, err
     data = json.loads(out)
     [finding] = data["findings"]
     assert finding["evidence"] == [f"junit:{TEST_ID}"]  # diff only: the hunk header names the function
-    assert any(note.startswith(f"tests ({report}): 1 of 3 failed: {TEST_ID}") for note in data["notes"])
+    assert data["tests"].startswith(f"tests ({report}): 1 of 3 failed: {TEST_ID}")
+    assert not any(note.startswith("tests (") for note in data["notes"])
+
+    code, out, err, _ = review(tmp_path, monkeypatch, "--tests", str(report), "--format", "sarif")
+    assert code == 0, err
+    [run] = json.loads(out)["runs"]
+    [said] = [n for n in run["invocations"][0]["toolExecutionNotifications"] if n["descriptor"]["id"] == "tests"]
+    assert said["level"] == "note" and f"1 of 3 failed: {TEST_ID}" in said["message"]["text"]
+    limited = [n for n in run["invocations"][0]["toolExecutionNotifications"] if n["descriptor"]["id"] != "tests"]
+    assert not any("1 of 3 failed" in n["message"]["text"] for n in limited)
 
 
 def test_a_finding_on_a_function_no_failing_test_covers_is_not_backed(
@@ -166,7 +178,7 @@ def test_a_finding_on_a_function_no_failing_test_covers_is_not_backed(
     assert code == 0, err
     data = json.loads(out)
     assert data["findings"][0]["evidence"] == []
-    assert any("1 of 3 failed: tests.test_cart::test_count_twice" in note for note in data["notes"])
+    assert "1 of 3 failed: tests.test_cart::test_count_twice" in data["tests"]
 
 
 def test_the_reviewers_get_the_failures_fenced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

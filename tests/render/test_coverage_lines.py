@@ -4,6 +4,7 @@ is one line in every output format and in the forge summary, never a clean pass.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,3 +83,36 @@ def test_files_cut_to_fit_are_a_line_in_the_ci_formats_and_the_review_still_exec
     assert cut["level"] == "warning" and "big/generated.py" in cut["message"]["text"]
     assert any("big/generated.py" in d["message"] for d in rdjson.review_to_rdjson_dict(review)["diagnostics"])
     assert any("big/generated.py" in i["description"] for i in codeclimate.review_to_codeclimate_list(review))
+
+
+TESTS_LINE = "tests (junit.xml): 1 of 3 failed: tests.test_cart::test_total (covers cart.py:total)"
+JUNIT = """<testsuite name="pytest" tests="3" failures="1">
+<testcase classname="tests.test_reports" name="test_x"><failure message="boom">assert 1 == 2</failure></testcase>
+<testcase classname="tests.test_reports" name="test_y"/><testcase classname="tests.test_reports" name="test_z"/>
+</testsuite>"""
+
+
+def test_the_ci_jobs_test_results_have_their_own_line_in_the_ci_formats_never_as_something_not_done() -> None:
+    review = clean_review(tests=TESTS_LINE)
+    sarif_run = sarif.review_to_sarif_dict(review)["runs"][0]
+    [said] = sarif_run["invocations"][0]["toolExecutionNotifications"]
+    assert (said["descriptor"]["id"], said["level"]) == ("tests", "note") and TESTS_LINE in said["message"]["text"]
+    assert sarif_run["properties"]["tests"] == TESTS_LINE
+    [issue] = codeclimate.review_to_codeclimate_list(review)
+    assert (issue["check_name"], issue["severity"]) == ("codejury/tests", "info")
+    [diagnostic] = rdjson.review_to_rdjson_dict(review)["diagnostics"]
+    assert diagnostic["code"]["value"] == "codejury/tests" and TESTS_LINE in diagnostic["message"]
+
+
+def test_the_forge_summary_names_the_failing_tests_under_their_own_heading(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    gh.add_pr(number=9, author="alice", files=FILES)
+    report = tmp_path / "junit.xml"
+    report.write_text(JUNIT, encoding="utf-8")
+    code, out, err = run(gh, monkeypatch, [], "--tests", str(report), "--publish", token=ACTIONS, number=9)
+    assert code == 0, err
+    body = _flat(summary(gh, 9))
+    assert f"**Tests:** tests ({report}): 1 of 3 failed: tests.test_reports::test_x" in body, body
+    could_not = body.partition("What this review could not do")[2]
+    assert "1 of 3 failed" not in could_not

@@ -38,6 +38,7 @@ def test_review_top_level_keys_in_stable_order() -> None:
         "dropped_findings",
         "notes",
         "cut_files",
+        "tests",
         "below_threshold",
         "suspected_injections",
     ]

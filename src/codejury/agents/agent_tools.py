@@ -19,6 +19,7 @@ from codejury.agents.tools import TOOL_NAMES, RepoTools
 
 if TYPE_CHECKING:
     from codejury.repocontext import RepoContext
+    from codejury.repocontext.retrieval import DocumentReranker
 
 
 def fenced(tag: str, text: str, header: str = "") -> str:
@@ -39,7 +40,11 @@ def _seen(on_result: OnResult | None, place: str, text: str) -> str:
 
 
 def _tool_functions(
-    tools: RepoTools, deadline: float | None, repo: RepoContext | None = None, on_result: OnResult | None = None
+    tools: RepoTools,
+    deadline: float | None,
+    repo: RepoContext | None = None,
+    on_result: OnResult | None = None,
+    reranker: DocumentReranker | None = None,
 ) -> dict[str, Callable[..., Awaitable[str]]]:
     """The functions the model calls, with the docstrings and parameter descriptions it reads."""
 
@@ -94,14 +99,19 @@ def _tool_functions(
         "list_files": list_files,
     }
     if repo is not None:
-        found.update(_index_functions(tools, repo, deadline, on_result))
+        found.update(_index_functions(tools, repo, deadline, on_result, reranker))
     return found
 
 
 def _index_functions(
-    tools: RepoTools, repo: RepoContext, deadline: float | None, on_result: OnResult | None = None
+    tools: RepoTools,
+    repo: RepoContext,
+    deadline: float | None,
+    on_result: OnResult | None = None,
+    reranker: DocumentReranker | None = None,
 ) -> dict[str, Callable[..., Awaitable[str]]]:
-    """``search_code`` and ``find_references``: the repository index (built on the first call)."""
+    """``search_code`` and ``find_references``: the repository index (built on the first call); ``reranker``
+    reorders ``search_code``'s candidates (the reviewer's own model), else the configured one does."""
 
     async def search_code(query: str, k: int = 8) -> str:
         """Search the repository's functions and classes by name or by words (BM25, with vectors when configured).
@@ -113,7 +123,7 @@ def _index_functions(
             k: How many chunks to return (1 to 20).
         """
         found = await tools.bounded(
-            lambda budget: repo.search_code(query, k, stop=lambda: budget.spent), deadline=deadline
+            lambda budget: repo.search_code(query, k, stop=lambda: budget.spent, reranker=reranker), deadline=deadline
         )
         return fenced("tool_result", _seen(on_result, f"search_code {query[:80]}", found))
 
@@ -138,13 +148,15 @@ def as_agent_tools(
     deadline: float | None = None,
     repo: RepoContext | None = None,
     on_result: OnResult | None = None,
+    reranker: DocumentReranker | None = None,
 ) -> list[Tool[Any]]:
     """pydantic-ai tools for the names in ``allowed``, in a stable order; no call runs past ``deadline``.
 
     ``search_code`` and ``find_references`` are offered only with a repository index (``repo``);
-    ``on_result`` sees what ``read_file``, ``grep`` and those two return before the model does.
+    ``on_result`` sees what ``read_file``, ``grep`` and those two return before the model does;
+    ``reranker`` reorders ``search_code``'s candidates (the calling reviewer's model).
     """
-    functions = _tool_functions(tools, deadline, repo, on_result)
+    functions = _tool_functions(tools, deadline, repo, on_result, reranker)
     return [
         Tool(
             functions[name],

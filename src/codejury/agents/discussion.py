@@ -11,11 +11,15 @@ review is not on a forge there is no discussion and no tool, and the review's pr
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from pydantic_ai import Tool
 
 from codejury.agents.prompts import fence
 from codejury.change.discussion import Discussion, discussion_text
+
+if TYPE_CHECKING:
+    from codejury.analyzers.junit import TestCoverage
 
 DISCUSSION_TOOL = "get_pr_discussion"
 CHARS_PER_TOKEN = 4
@@ -49,6 +53,15 @@ def discussion_pointer(discussion: Discussion) -> str:
 def tests_section(text: str) -> str:
     """The failing tests (already budgeted) for the shared context."""
     return TESTS_INTRO + "\n\n" + fence("test_failures", text) + "\n"
+
+
+def tests_context(tests: TestCoverage | None, tokens: int) -> str:
+    """What the failing tests add to the shared context, within ``tokens`` (``test_failures_tokens``): empty
+    without a report, without a failure, or when ``tokens`` is 0."""
+    if tests is None or not tests.failures or not tokens:
+        return ""
+    failing, _ = tests.context(tokens * CHARS_PER_TOKEN)
+    return "\n" + tests_section(failing)
 
 
 def discussion_tool(discussion: Discussion, tokens: int) -> Tool[None]:

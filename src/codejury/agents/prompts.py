@@ -32,6 +32,7 @@ BOUNDARY_TAGS: tuple[str, ...] = (
     "reviewer_findings",
     "shared_context",
     "tool_result",
+    "search_query",
     "thread_reply",
     "expected_comment",
     "finding",

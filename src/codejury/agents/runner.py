@@ -44,6 +44,7 @@ from codejury.record.events import EventLog
 
 if TYPE_CHECKING:
     from codejury.repocontext import RepoContext
+    from codejury.repocontext.model_rerank import ModelReranker
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -133,6 +134,8 @@ async def run_agent(
     same deadline in its ``AgentWatch`` (``ReviewModels.for_agent``) so no retry starts too late.
     ``focus_first``: a model without tools gets ``task_prompt`` in its instructions, before the change,
     instead of after it (for the only reviewer of its model in a review).
+    With ``[retrieval] rerank_model = "reviewer"`` this run's ``search_code`` calls are reranked by ``model``;
+    those calls' tokens and cost are this run's.
     """
     run_usage = RunUsage()
     cut: list[str] = []
@@ -141,6 +144,9 @@ async def run_agent(
     events.emit("agent_started", agent=name, model=model.spec)
     own_deadline = started + limits.timeout_s
     deadline = own_deadline if deadline is None else min(deadline, own_deadline)
+    reranker: ModelReranker | None = None
+    if ctx.repo is not None and model.profile.supports_tools:
+        reranker = ctx.repo.model_reranker(model, loop=asyncio.get_running_loop(), deadline=deadline)
     try:
         async with asyncio.timeout(limits.timeout_s):
             output = await _run(
@@ -157,13 +163,19 @@ async def run_agent(
                 name,
                 model_settings,
                 focus_first,
+                reranker,
             )
         error = None
     except TimeoutError:
         output, error = None, f"timed out after {limits.timeout_s:g}s"
     except Exception as exc:  # every failure is reported on the reviewer, never raised
         output, error = None, describe_error(exc)
+    finally:
+        if reranker is not None:
+            reranker.close()
     usage = usage_from_run(run_usage)
+    if reranker is not None:  # the rerank calls ran on this reviewer's model: its tokens, its cost
+        usage = usage + usage_from_run(reranker.usage)
     usage = usage.model_copy(
         update={
             "cost_usd": round(prices.cost(model.spec, usage), 6),
@@ -195,6 +207,7 @@ async def _run(
     name: str = "agent",
     model_settings: ModelSettings | None = None,
     focus_first: bool = False,
+    reranker: ModelReranker | None = None,
 ) -> OutputT:
     profile = model.profile
     usage_limits = UsageLimits(
@@ -205,7 +218,7 @@ async def _run(
     settings = ModelSettings(max_tokens=profile.max_output_tokens, **(model_settings or {}))
     if profile.supports_tools:
         tools: list[Tool[Any]] = as_agent_tools(
-            ctx.tools, allowed_tools, deadline=deadline, repo=ctx.repo, on_result=ctx.on_tool_result
+            ctx.tools, allowed_tools, deadline=deadline, repo=ctx.repo, on_result=ctx.on_tool_result, reranker=reranker
         )
         shared = ctx.shared_context
         if ctx.discussion is not None and DISCUSSION_TOOL in allowed_tools:

@@ -25,8 +25,9 @@ annotations themselves (``assignment``, ``override``, ``var-annotated``, ``misc`
 are left out. Only hits on added lines are kept, each a warning.
 
 A file that does not parse stops mypy (a blocking error): the run is then one line saying so,
-never fatal. mypy comes from its PyPI wheel (the program beside the Python interpreter, else on
-PATH); where it is missing, a change with Python gets one line saying so.
+never fatal. mypy is not a dependency of codejury but its optional extra (``typecheck``): it comes
+from its PyPI wheel (the program beside the Python interpreter, else on PATH); where it is missing,
+a change with Python gets one line saying so, as for any analyzer whose tool is not installed.
 """
 
 from __future__ import annotations

@@ -96,6 +96,8 @@ def summary_body(
             "",
         ]
     lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
+    if review.tests:  # the CI job's test results: what the tests said, not something the review could not do
+        lines += [f"**Tests:** {safe_line(review.tests)}", ""]
     if review.notes:  # what did not run, or ran on less than the change: said before any "no findings"
         lines += ["**What this review could not do:**", "", *[f"- {safe_line(n)}" for n in review.notes], ""]
     if (injected := injection_note(review)) is not None:  # shown, never obeyed: the text was fenced as data

@@ -186,9 +186,15 @@ def summarise_unreviewed(
 
 
 def verdict_stage(
-    run: ReviewRun, panel: PanelResult, judgement: Judgement, notes: Sequence[str] = (), stopped: str | None = None
+    run: ReviewRun,
+    panel: PanelResult,
+    judgement: Judgement,
+    notes: Sequence[str] = (),
+    stopped: str | None = None,
+    tests: str | None = None,
 ) -> Review:
-    """The finished review: verdict by the rubric, summary, every report, usage and time.
+    """The finished review: verdict by the rubric, summary, every report, usage and time; ``tests`` is the line
+    on the CI job's test reports (``--tests``).
 
     ``stopped`` says why the review stopped early (its cost ceiling): such a review is partial,
     and like an unjudged one it is never an approval.
@@ -215,6 +221,7 @@ def verdict_stage(
         replies=judgement.replies,
         cut_files=panel.cut_files,
         notes=[*([stopped] if stopped else []), *notes, *judgement.notes],
+        tests=tests,
     )
     run.events.emit(
         "review_finished",

@@ -100,6 +100,9 @@ def _notices(review: Review) -> list[dict[str, Any]]:
         notices.append(_notice("codejury/not-reviewed", "change", unreviewed))
     for line in coverage_lines(review):
         notices.append({**_notice("codejury/review-limited", line, f"codejury: {line}"), "severity": "minor"})
+    if review.tests:
+        line = one_line(review.tests)
+        notices.append({**_notice("codejury/tests", line, f"codejury: {line}"), "severity": "info"})
     return notices
 
 

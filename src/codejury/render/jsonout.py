@@ -78,6 +78,7 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "dropped_findings": dict(sorted(review.dropped_findings.items())),
         "notes": list(review.notes),
         "cut_files": list(review.cut_files),
+        "tests": review.tests,
         "below_threshold": [{**_finding(f), "below_threshold": True} for f in review.below_threshold],
         "suspected_injections": [i.model_dump() for i in review.suspected_injections],
     }
@@ -94,6 +95,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "coordinator_model": plan.coordinator_model,
         "model_problems": dict(sorted(plan.model_problems.items())),
         **({"refusal": plan.refusal} if plan.refusal is not None else {}),
+        **({"estimate_notes": list(plan.estimate_notes)} if plan.estimate_notes else {}),
     }
 
 
@@ -192,6 +194,7 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "dropped_findings": {"type": "object", "additionalProperties": _NON_NEG_INT},
             "notes": {"type": "array", "items": _STR},
             "cut_files": {"type": "array", "items": _STR},
+            "tests": {"anyOf": [{"type": "null"}, _STR]},
             "below_threshold": {"type": "array", "items": _BELOW_THRESHOLD_SCHEMA},
             "suspected_injections": {"type": "array", "items": _INJECTION_SCHEMA},
         }
@@ -214,8 +217,9 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "coordinator_model": _STR,
             "model_problems": {"type": "object", "additionalProperties": _STR},
             "refusal": _STR,
+            "estimate_notes": {"type": "array", "items": _STR},
         },
-        optional=("refusal",),
+        optional=("refusal", "estimate_notes"),
     ),
 }
 

@@ -160,6 +160,8 @@ def render_review_markdown(review: Review) -> str:
         total = sum(review.dropped_findings.values())
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         lines += [f"{counted(total, 'finding')} dropped ({parts}).", ""]
+    if review.tests:
+        lines += ["### Tests", "", f"- {one_line(review.tests)}", ""]
     if review.notes:
         lines += ["### Notes", "", *[f"- {one_line(n)}" for n in review.notes], ""]
     if (injected := injection_note(review)) is not None:
@@ -210,4 +212,6 @@ def render_plan_markdown(plan: Plan) -> str:
     lines.append(
         f"**Estimate:** {plan.estimated_input_tokens:,} input tokens, about {format_cost(plan.estimated_cost_usd)}."
     )
+    if plan.estimate_notes:
+        lines += ["", *(f"- {one_line(note)}" for note in plan.estimate_notes)]
     return "\n".join(lines) + "\n"

@@ -78,6 +78,10 @@ def _notices(review: Review) -> list[dict[str, Any]]:
         {"message": f"codejury: {line}", "severity": "INFO", "code": {"value": "codejury/review-limited"}}
         for line in coverage_lines(review)
     ]
+    if review.tests:
+        notices.append(
+            {"message": f"codejury: {one_line(review.tests)}", "severity": "INFO", "code": {"value": "codejury/tests"}}
+        )
     return notices
 
 

@@ -38,6 +38,7 @@ NOTIFICATIONS: list[dict[str, Any]] = [
             "text": "Part of the review did not run: an analyzer skipped or failed, no head-side tree, files left out."
         },
     },
+    {"id": "tests", "shortDescription": {"text": "The CI job's test reports: how many tests ran and which failed."}},
 ]
 """Descriptors of the notifications a run may carry (``driver.notifications``)."""
 
@@ -139,7 +140,8 @@ def _limits(review: Review) -> list[dict[str, Any]]:
     return [
         {"level": "warning", "message": {"text": f"codejury: {line}"}, "descriptor": {"id": "review-limited"}}
         for line in coverage_lines(review)
-    ]
+    ] + ([{"level": "note", "message": {"text": f"codejury: {one_line(review.tests)}"}, "descriptor": {"id": "tests"}}]
+         if review.tests else [])  # fmt: skip
 
 
 def review_to_sarif_dict(review: Review) -> dict[str, Any]:
@@ -171,6 +173,7 @@ def review_to_sarif_dict(review: Review) -> dict[str, Any]:
             "failedReviewers": [r.name for r in _failed(review)],
             "summary": clean_text(review.summary).strip(),
             "notes": coverage_lines(review),
+            "tests": review.tests,
         },
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

@@ -130,6 +130,8 @@ def render_review_terminal(review: Review, console: Console) -> None:
     if review.dropped_findings:
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         console.print(Text(f"Dropped findings: {parts}", style="dim"))
+    if review.tests:
+        console.print(Text.assemble(("Tests: ", "bold"), one_line(review.tests)))
     for line in coverage_lines(review):
         console.print(Text.assemble(("Could not do: ", "bold yellow"), line))
     if (injected := injection_note(review)) is not None:
@@ -179,3 +181,5 @@ def render_plan_terminal(plan: Plan, console: Console) -> None:
     console.print(
         Text(f"Estimate: {plan.estimated_input_tokens:,} input tokens, about {format_cost(plan.estimated_cost_usd)}")
     )
+    for note in plan.estimate_notes:
+        console.print(Text(f"  {one_line(note)}", "dim"))

@@ -6,7 +6,8 @@ caller's worker thread, one build at a time) and never fails the review: a build
 leaves the tools answering with an ``error: ...`` line and the inline prompt without the section.
 With ``[retrieval]`` models the chunks are embedded then too, and ``search_code`` is hybrid
 (``retrieval.py``); each search is a ``search_code`` event and a ``codejury.search_code`` span
-carrying its BM25, vector, fused and reranked lists.
+carrying its BM25, vector, fused and reranked lists and the reranker that ran. With ``rerank_model =
+"reviewer"`` each reviewer's run gets its own reranker (``model_reranker``), handed to its searches.
 """
 
 from __future__ import annotations
@@ -15,16 +16,28 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codejury.change.head_tree import HeadTree
 from codejury.change.types import FileChange
 from codejury.repocontext import store
 from codejury.repocontext.index import RepoIndex, build_index
 from codejury.repocontext.related import related_code
-from codejury.repocontext.retrieval import RetrievalConfig, Retriever, as_attributes, open_retriever
+from codejury.repocontext.retrieval import (
+    DocumentReranker,
+    RetrievalConfig,
+    Retriever,
+    as_attributes,
+    open_retriever,
+)
 from codejury.repocontext.store import IndexCache
 from codejury.telemetry.tracing import span
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from codejury.models.profiles import ResolvedModel
+    from codejury.repocontext.model_rerank import ModelReranker
 
 CHARS_PER_TOKEN = 3
 """How many characters of code one token holds, at the least (the inline prompt budget's estimate)."""
@@ -102,6 +115,17 @@ class RepoContext:
         """The index's retriever (built with it); None where ``index()`` is None."""
         return self._retriever if self.index() is not None else None
 
+    def model_reranker(
+        self, model: ResolvedModel, *, loop: asyncio.AbstractEventLoop | None = None, deadline: float | None = None
+    ) -> ModelReranker | None:
+        """A reranker of the searches made by a reviewer on ``model`` (its run's ``loop`` and ``deadline``), when
+        ``rerank_model = "reviewer"``; None otherwise."""
+        if not self.retrieval.reranks_with_model:
+            return None
+        from codejury.repocontext.model_rerank import ModelReranker
+
+        return ModelReranker(model, budget_tokens=self.retrieval.rerank_prompt_tokens, loop=loop, deadline=deadline)
+
     def _report(self) -> None:
         if self.on_event is None:
             return
@@ -141,8 +165,11 @@ class RepoContext:
 
     # ---- tools -------------------------------------------------------------------------
 
-    def search_code(self, query: str, k: int = 8, stop: Stop | None = None) -> str:
-        """The best chunks for ``query`` as 'path:start-end kind name' headers with their first lines."""
+    def search_code(
+        self, query: str, k: int = 8, stop: Stop | None = None, reranker: DocumentReranker | None = None
+    ) -> str:
+        """The best chunks for ``query`` as 'path:start-end kind name' headers with their first lines;
+        ``reranker``: this call's (the calling reviewer's model), else the configured one."""
         if not query.strip():
             return "error: give a query: words or identifiers, e.g. 'parse config file'"
         index = self.index()
@@ -152,7 +179,7 @@ class RepoContext:
         retriever = self._retriever
         assert retriever is not None  # built with the index
         with span("search_code") as traced:
-            answer = retriever.search(query[:500], k, stop=stop)
+            answer = retriever.search(query[:500], k, stop=stop, reranker=reranker)
             fields = as_attributes(index, answer)
             traced.set_attributes({f"codejury.search.{name}": value for name, value in fields.items()})
             if self.trace_query:

@@ -2,9 +2,12 @@
 
 ``Retriever.search`` runs BM25 (always) and, when the index has vectors, a cosine search of the
 query's embedding; the two lists are merged by reciprocal rank fusion (``RRF_K``), and the fused
-candidates are reordered by the reranker when one is configured. The answer (``Retrieval``) keeps
-the four lists with their scores, so ``codejury search --explain``, the ``search_code`` event and its
-trace span all show why a chunk came back.
+candidates are reordered by the reranker when one is configured: a provider's ``/rerank`` endpoint
+(``rerank_model = "provider:model"``), or the model of the reviewer making the call as a listwise
+reranker (``rerank_model = "reviewer"``, ``model_rerank.py``), handed to ``search`` for that call.
+The answer (``Retrieval``) keeps the four lists with their scores and which reranker ran, so
+``codejury search --explain``, the ``search_code`` event and its trace span all show why a chunk
+came back.
 
 A semantic cache per retriever (one per review): a query whose embedding is within
 ``CACHE_SIMILARITY`` (cosine) of an earlier one's gets that query's answer again, counted as a hit;
@@ -26,6 +29,7 @@ from codejury.repocontext.terms import terms
 from codejury.repocontext.vectors import chunk_text
 
 if TYPE_CHECKING:
+    from codejury.models.embeddings import EmbeddingsFactory
     from codejury.models.providers import ProviderSpec
     from codejury.repocontext.index import RepoIndex
     from codejury.repocontext.vectors import ChunkVectors, TextEmbedder
@@ -43,8 +47,14 @@ EXPLAIN_TOP = 10
 Hits = list[tuple[int, float]]
 
 
+REVIEWER_RERANKER = "reviewer"
+"""``rerank_model`` value: the reviewer's own model reranks its searches (``model_rerank.ModelReranker``)."""
+
+
 class DocumentReranker(Protocol):
     name: str
+    kind: str
+    """``endpoint`` (a provider's /rerank) or ``model`` (a reviewer's model, listwise)."""
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[tuple[int, float]]: ...
 
@@ -62,6 +72,10 @@ class Retrieval:
     """None: no reranker configured, or it failed (``notes``)."""
     cached: bool = False
     notes: tuple[str, ...] = ()
+    reranker: str | None = None
+    """The reranker this search asked (``kind name``: ``model openai:gpt-5-mini``); None: none."""
+    rerank_error: str | None = None
+    """Why that reranker's order is not used (the fused order stands); None: it answered, or none ran."""
     seconds: float = 0.0
     steps: dict[str, float] = field(default_factory=dict)
     """Seconds per step (bm25, embed, vector, rerank)."""
@@ -108,11 +122,11 @@ class Retriever:
         self._lock = threading.Lock()
         self._cache: list[tuple[str, Vectors | None, Retrieval]] = []
 
-    def _cached(self, query: str, vector: Vectors | None) -> Retrieval | None:
+    def _cached(self, query: str, vector: Vectors | None, reranker: str | None) -> Retrieval | None:
         with self._lock:
             for words, seen, answer in reversed(self._cache):
                 same = words == query if vector is None or seen is None else float(seen @ vector) >= CACHE_SIMILARITY
-                if same:
+                if same and answer.reranker == reranker:  # another reviewer's model ranks for itself
                     self.cache_hits += 1
                     return answer
             self.cache_misses += 1
@@ -123,9 +137,18 @@ class Retriever:
             self._cache.append((query, vector, answer))
             del self._cache[:-CACHE_SIZE]
 
-    def search(self, query: str, k: int = 10, stop: Callable[[], bool] | None = None) -> Retrieval:
-        """The steps of one search; ``final`` holds the answer (at most ``k`` chunks)."""
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        stop: Callable[[], bool] | None = None,
+        reranker: DocumentReranker | None = None,
+    ) -> Retrieval:
+        """The steps of one search; ``final`` holds the answer (at most ``k`` chunks). ``reranker``: this
+        call's (a reviewer's model), in place of the retriever's own."""
         started = time.monotonic()
+        reranker = reranker or self.reranker
+        label = f"{reranker.kind} {reranker.name}" if reranker is not None else None
         steps: dict[str, float] = {}
         notes = list(self.notes)
         words = " ".join(terms(query)) or query.strip().lower()
@@ -137,7 +160,7 @@ class Retriever:
             except EmbeddingsError as exc:
                 notes.append(f"vector search skipped: {exc}")
             steps["embed"] = time.monotonic() - t
-        hit = self._cached(words, qvec)
+        hit = self._cached(words, qvec, label)
         if hit is not None:
             return replace(_cut(hit, k), query=query, cached=True, seconds=time.monotonic() - started, steps=steps)
         t = time.monotonic()
@@ -156,21 +179,27 @@ class Retriever:
             steps["vector"] = time.monotonic() - t
         fused = reciprocal_rank_fusion([bm25, vector]) if vector is not None else list(bm25)
         reranked: Hits | None = None
-        if self.reranker is not None and fused and not (stop is not None and stop()):
+        failed: str | None = None
+        if reranker is not None and fused and stop is not None and stop():
+            failed = "the time limit of this call was reached"
+        elif reranker is not None and fused:
             t = time.monotonic()
             try:
-                reranked = self._rerank(query, fused[: self.rerank_candidates])
+                reranked = self._rerank(reranker, query, fused[: self.rerank_candidates])
             except EmbeddingsError as exc:
-                notes.append(f"rerank skipped: {exc}")
+                failed = str(exc)
             steps["rerank"] = time.monotonic() - t
-        answer = Retrieval(query, bm25, vector, fused, reranked, notes=tuple(notes))
-        whole = (self.reranker is None or reranked is not None) and (self.embedder is None or vector is not None)
+        if failed is not None:  # said once, for this search: its answer is the fused order
+            notes.append(f"rerank skipped, fused order kept: {failed}")
+        answer = Retrieval(
+            query, bm25, vector, fused, reranked, notes=tuple(notes), reranker=label, rerank_error=failed
+        )
+        whole = failed is None and (self.embedder is None or vector is not None)
         if whole:  # a search with a step skipped is not kept: the next one may get every step
             self._remember(words, qvec, answer)
         return replace(_cut(answer, k), seconds=time.monotonic() - started, steps=steps)
 
-    def _rerank(self, query: str, candidates: Hits) -> Hits:
-        assert self.reranker is not None
+    def _rerank(self, reranker: DocumentReranker, query: str, candidates: Hits) -> Hits:
         index = self.index
         documents: list[str] = []
         lines_of: dict[str, list[str]] = {}
@@ -181,7 +210,7 @@ class Retriever:
             c = index.chunks[cid]
             language = index.languages[index.file_of[cid]]
             documents.append(chunk_text(path, language, c.kind, c.name, lines_of[path], c.start, c.end))
-        return [(candidates[i][0], score) for i, score in self.reranker.rerank(query, documents)]
+        return [(candidates[i][0], score) for i, score in reranker.rerank(query, documents)]
 
 
 def _cut(answer: Retrieval, k: int) -> Retrieval:
@@ -205,15 +234,20 @@ def explain(index: RepoIndex, answer: Retrieval, top: int = EXPLAIN_TOP) -> str:
     """The four lists of one search, side by side as sections, with their scores."""
     out = [f"query: {answer.query!r}" + (" (semantic cache hit)" if answer.cached else "")]
     out += [f"note: {n}" for n in answer.notes]
+    by_model = answer.reranker is not None and answer.reranker.startswith("model ")
     titles = {
         "bm25": "BM25 (score)",
         "vector": "vector (cosine)",
         "fused": f"fused (reciprocal rank fusion, k={RRF_K})",
-        "reranked": "reranked (relevance score)",
+        "reranked": f"reranked ({answer.reranker}: its order, scored by place)"
+        if by_model
+        else "reranked (relevance score)",
     }
     for name, hits in answer.lists().items():
         if hits is None:
             why = "no embeddings model" if name == "vector" else "no reranker"
+            if name == "reranked" and answer.rerank_error is not None:
+                why = f"{answer.reranker} failed; fused order kept"
             out.append(f"\n{titles[name]}: off ({why})")
             continue
         out.append(f"\n{titles[name]}: {len(hits)} candidates" + (f", first {top}" if len(hits) > top else ""))
@@ -224,13 +258,18 @@ def explain(index: RepoIndex, answer: Retrieval, top: int = EXPLAIN_TOP) -> str:
     return "\n".join(out)
 
 
-def as_attributes(index: RepoIndex, answer: Retrieval) -> dict[str, list[str] | bool | int | float]:
-    """The steps as span or event fields: each list's first ``EXPLAIN_TOP`` entries, bounded strings."""
-    fields: dict[str, list[str] | bool | int | float] = {
+def as_attributes(index: RepoIndex, answer: Retrieval) -> dict[str, list[str] | str | bool | int | float]:
+    """The steps as span or event fields: each list's first ``EXPLAIN_TOP`` entries, bounded strings; which
+    reranker ran, and why its order was not used when it was not."""
+    fields: dict[str, list[str] | str | bool | int | float] = {
         "cached": answer.cached,
         "results": len(answer.final),
         "seconds": round(answer.seconds, 4),
     }
+    if answer.reranker is not None:
+        fields["reranker"] = answer.reranker
+    if answer.rerank_error is not None:
+        fields["rerank_error"] = answer.rerank_error[:300]
     for name, hits in answer.lists().items():
         if hits is not None:
             fields[name] = [line[:300] for line in described(index, hits)]
@@ -248,28 +287,38 @@ class RetrievalConfig:
 
     embeddings_model: str | None = None
     rerank_model: str | None = None
+    """A ``provider:model`` with a /rerank endpoint, or ``REVIEWER_RERANKER`` (each search's own model)."""
     rerank_candidates: int = 30
     providers: Mapping[str, ProviderSpec] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     embed_budget_s: float | None = EMBED_BUDGET_S
     """Seconds a review spends embedding chunks the cache lacks (None: no limit, as ``codejury search``)."""
+    rerank_prompt_tokens: int = 4_000
+    """The whole prompt of a model rerank call (``rerank_model = "reviewer"``), instructions included."""
+    embeddings_providers: Mapping[str, EmbeddingsFactory] = field(default_factory=dict)
+    """Embeddings providers plugins registered (``codejury_register_embeddings``), by name."""
+
+    @property
+    def reranks_with_model(self) -> bool:
+        """Whether each search is reranked by the model of the reviewer making it."""
+        return self.rerank_model == REVIEWER_RERANKER
 
 
 def open_retriever(index: RepoIndex, config: RetrievalConfig, vector_cache: Path | None) -> Retriever:
     """A retriever over ``index``: its chunks embedded (``vector_cache``: the SQLite file; None: no cache) and
     the reranker opened when configured; a model that cannot be used is a note and that step is off."""
-    from codejury.repocontext.embeddings import Embedder, Reranker
+    from codejury.repocontext.embeddings import Embedder, PluginEmbedder, Reranker, open_embedder
     from codejury.repocontext.vectors import VectorCache, embed_index
 
     notes: list[str] = []
-    embedder: Embedder | None = None
+    embedder: Embedder | PluginEmbedder | None = None
     vectors: ChunkVectors | None = None
     if config.embeddings_model is None:
         notes.append(VECTORS_OFF)
     else:
         cache = VectorCache(vector_cache)
         try:
-            embedder = Embedder(config.embeddings_model, config.providers, config.env)
+            embedder = open_embedder(config.embeddings_model, config.providers, config.env, config.embeddings_providers)
             vectors = embed_index(index, embedder, cache, budget_s=config.embed_budget_s)
             missing = vectors.stats.missing
             if missing and vectors.stats.dimensions:
@@ -286,7 +335,7 @@ def open_retriever(index: RepoIndex, config: RetrievalConfig, vector_cache: Path
         finally:
             cache.close()
     reranker: Reranker | None = None
-    if config.rerank_model is not None:
+    if config.rerank_model is not None and not config.reranks_with_model:
         try:
             reranker = Reranker(config.rerank_model, config.providers, config.env)
         except EmbeddingsError as exc:
@@ -303,6 +352,8 @@ def open_retriever(index: RepoIndex, config: RetrievalConfig, vector_cache: Path
 
 __all__ = [
     "CACHE_SIMILARITY",
+    "REVIEWER_RERANKER",
+    "DocumentReranker",
     "Retrieval",
     "RetrievalConfig",
     "Retriever",

@@ -50,6 +50,7 @@ _SCHEMA = (
 
 class TextEmbedder(Protocol):
     name: str
+    """``provider:model``; the vectors' key in the cache unless the embedder has a ``key`` of its own."""
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
@@ -225,8 +226,8 @@ def embed_index(
     and the next index embeds them, the groups already saved being read from the cache.
     """
     started = time.monotonic()
-    model = embedder.name
-    stats = VectorStats(model)
+    model = str(getattr(embedder, "key", embedder.name))  # a registered provider's vectors have their own key
+    stats = VectorStats(embedder.name)
     places = [_place(index, cid) for cid in range(len(index.chunks))]
     known = cache.places(places)
     digests: list[bytes | None] = [known.get(p) for p in places]
@@ -272,7 +273,7 @@ def embed_index(
         cache.errors += 1
         cache.forget(model)
         if not retry:
-            raise EmbeddingsError(f"embeddings ({model}): vectors keep changing size") from None
+            raise EmbeddingsError(f"embeddings ({embedder.name}): vectors keep changing size") from None
         return embed_index(index, embedder, cache, budget_s=budget_s, retry=False)
     matrix = rows.matrix if rows.matrix is not None else np.zeros((len(index.chunks), 0), dtype=np.float32)
     stats.reused = len(index.chunks) - sum(len(rows.rows_of[d]) for d in order)
@@ -280,7 +281,7 @@ def embed_index(
     stats.dimensions = int(matrix.shape[1])
     stats.seconds = time.monotonic() - started
     stats.cache_errors = cache.errors
-    return ChunkVectors(model, matrix, stats)
+    return ChunkVectors(embedder.name, matrix, stats)
 
 
 def _fill(rows: _Rows, found: Iterator[tuple[bytes, bytes]]) -> None:
