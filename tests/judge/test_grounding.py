@@ -6,7 +6,7 @@ from pathlib import Path
 
 from codejury.evidence import Evidence
 from codejury.findings import Finding, Review
-from codejury.judge.grounding import FAILED, OFF_CHANGE, REJECTED, UNCONFIRMED_NOTE, WEAK_NOTE, relocate, unclaimed
+from codejury.judge.grounding import FAILED, OFF_CHANGE, REJECTED, WEAK_NOTE, WEAK_UNASKED_NOTE, relocate, unclaimed
 from codejury.testing.scripted import Fail, Final, Raw, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 
@@ -213,7 +213,7 @@ async def test_a_strong_models_rejection_of_security_hits_holds_them(tmp_path: P
 
 
 async def test_a_weak_model_cannot_veto_a_critical_analyzer_hit(tmp_path: Path) -> None:
-    scripts = {"security": [Final([]), Raw({"holds": False, "title": "", "body": ""})], "coordinator": NO_DECISIONS}
+    scripts = {"security": [Final([])], "coordinator": NO_DECISIONS}  # not asked: nothing to veto it with
     review, _ = await review_of(tmp_path, scripts, analyzers=True, **WEAK)
     criticals = [f for f in review.findings if f.severity == "critical"]
     assert criticals and all(f.evidence for f in criticals)  # the injection (S608 is critical) stays
@@ -239,27 +239,31 @@ LOOP_NEW = (
 REPORT = "app/report.py"
 
 
-async def test_a_weak_models_rejection_of_a_warning_hit_leaves_it_advisory(tmp_path: Path) -> None:
+async def test_a_weak_model_is_not_asked_about_a_warning_hit_which_is_published_advisory(tmp_path: Path) -> None:
     change = make_change(tmp_path, {REPORT: (LOOP_OLD, LOOP_NEW)})
-    rejected = Raw({"quote": "db.execute", "title": "", "body": "", "holds": False})
-    # A small change gets the lite tier (no performance reviewer): the coordinator's model confirms.
+    # A small change gets the lite tier (no performance reviewer): the coordinator's model owns the hit.
     scripts = {"code_quality": [Final([])], "security": [Final([])], "documentation": [Final([])]}
-    scripts["coordinator"] = [rejected]
-    result, resolver, _ = await run_review(change, scripts, settings=scripted_settings(analyzers=True, **WEAK))
+    scripts["coordinator"] = []
+    result, resolver, events = await run_review(change, scripts, settings=scripted_settings(analyzers=True, **WEAK))
     assert isinstance(result, Review)
     [f] = result.findings
     assert (f.path, f.start_line, f.evidence) == (REPORT, 7, ["rules:perf-py-query-in-loop"])
-    assert (f.severity, f.advisory, f.verified) == ("warning", True, None) and UNCONFIRMED_NOTE in f.body
+    assert (f.severity, f.advisory, f.verified) == ("warning", True, None) and WEAK_UNASKED_NOTE in f.body
+    assert not f.body.startswith("\n")
     assert result.verdict == "approved_with_comments"  # shown, never counted
-    assert resolver.models["coordinator"].calls == 1  # type: ignore[attr-defined]  # confirmed once, no re-check
+    assert resolver.models["coordinator"].calls == 0  # type: ignore[attr-defined]  # no question to a weak model
+    [checked] = [e for e in events.events if e["type"] == "evidence_checked"]
+    assert (checked["rule"], checked["holds"], checked["outcome"]) == ("perf-py-query-in-loop", None, "unasked")
 
 
-async def test_an_overruled_critical_hit_is_not_checked_again_by_the_same_weak_model(tmp_path: Path) -> None:
-    rejected = Raw({"quote": "", "title": "", "body": "", "holds": False})
-    scripts = {"security": [Final([]), rejected, rejected, rejected, holds(False)], "coordinator": NO_DECISIONS}
-    review, _ = await review_of(tmp_path, scripts, analyzers=True, **WEAK)
+async def test_a_weak_model_is_not_asked_about_critical_or_security_hits_and_they_count(tmp_path: Path) -> None:
+    scripts = {"security": [Final([])], "coordinator": NO_DECISIONS}
+    review, resolver = await review_of(tmp_path, scripts, analyzers=True, **WEAK)
     [sql] = [f for f in review.findings if f.start_line == 10]
     assert sql.severity == "critical" and "ruff:S608" in sql.evidence
+    # Security evidence no model was asked about is held: a person dismisses it, never a model.
+    assert sql.withholds_approval and "not asked" in sql.body and sql.verified is False
+    assert resolver.models["security"].calls == 1  # type: ignore[attr-defined]  # the review itself, no check
     assert FAILED not in review.dropped_findings and review.verdict == "requested_changes"
 
 

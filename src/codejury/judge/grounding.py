@@ -7,17 +7,18 @@ separate (docs/architecture.md, "Getting findings right"):
   from ``--evidence``) back the findings at their place (``evidence``: ``analyzer:rule``); a weak
   model's backed finding is published in the hit's words (``in_analyzer_words``); a hit no
   reviewer reported becomes a candidate that the model of the reviewer owning its domain
-  confirms, explaining it in plain words, or rejects.
+  confirms, explaining it in plain words, or rejects; a weak owner is not asked (``WEAK_UNASKED_NOTE``).
 - **Verification.** Each finding of a weak model (``verify = "weak"``, the default; ``"all"``
   for every model) is checked by a separate, focused call that sees only the claim and the code
   it is about (both sides of its hunk), fenced as data: the claim holds, and on which line, or
   it is dropped and counted (``dropped_findings["failed verification"]``).
 - **Weak models cannot block on their own word, nor veto an analyzer.** A weak model's finding
   without analyzer evidence is ``advisory`` (shown, never counted toward a blocking verdict), its
-  critical published as a warning with the reason, even when its own check passed it. An analyzer
-  hit a weak model rejects stays: a critical still counts, a warning is published as advisory. A
-  self-evident hit (a committed key) needs no call on a weak model, and a hit that was overruled
-  is not checked again.
+  critical published as a warning with the reason, even when its own check passed it. A weak model
+  is not asked about an analyzer hit no reviewer reported: its answer was measured to be no signal,
+  so the hit is published in the analyzer's words, a critical counting, a warning or suggestion
+  advisory, security evidence held for a person to dismiss; a hit it already reported (on its
+  lines) counts as its confirmation and is not checked again.
 - **Fail closed.** A hit whose check fails (an error, a timeout, an answer that does not parse, the
   cost ceiling) is published as the analyzer reported it, marked unconfirmed, never dropped.
 - **No model dismisses security evidence** (``judge.holds``): a security-domain hit that a model
@@ -73,6 +74,16 @@ tool's words with its ``analyzer:rule`` and no call on a weak model; a model tha
 or reject it."""
 CONTEXT_LINES = 3
 UNCONFIRMED_NOTE = "(Advisory: the analyzer flagged this; the small model reviewing it did not confirm it.)"
+WEAK_UNASKED_NOTE = (
+    "(Advisory: the analyzer flagged this; the small model reviewing this change is not asked to confirm analyzer "
+    "hits, so it counts toward the verdict only as a critical.)"
+)
+"""Why a weak model is not asked: measured on the embedded model, its answer about an analyzer hit was no
+signal. On the ten aacr-dev pull requests where an analyzer fired it rejected 24 of 25 hits, 16 of them on
+lines an engineer commented on (docs/analyzers.md); on the demo it rejected the real SQL injection and N+1
+query and no false hit. Its rejection could only make a warning advisory, which is what a hit it is not asked
+about becomes, and each question cost 4 to 9 seconds of a review."""
+WEAK_UNASKED_SAID = "not asked: a small model's word on security evidence is no signal."
 UNANSWERED_NOTE = (
     "(Unconfirmed: the check of this analyzer hit failed (an error, a timeout, an answer that did not parse, "
     "or the review's cost ceiling), so it is published as the analyzer reported it.)"
@@ -449,14 +460,19 @@ class _Checker:
         message = f"{hit.analyzer} {hit.rule} at {hit.path}:{hit.start_line}: {hit.message}"
         prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message)
         weak = is_weak(self.run, self.models, spec)
-        # A weak model could not reject a self-evident hit (a committed key): no call to make.
+        # A weak model could not reject a self-evident hit (a committed key): no call to make. Nor is it asked
+        # about any other hit: its answer is no signal (``WEAK_UNASKED_NOTE``).
         self_evident = spec is not None and weak and is_self_evident(f"{hit.analyzer}:{hit.rule}")
-        answer = (
-            await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation) if spec and not self_evident else None
-        )
+        unasked = spec is not None and weak and not self_evident
+        asked = spec is not None and not weak
+        answer = await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation) if spec and asked else None
         confirmed = answer if isinstance(answer, Confirmation) else None
         as_reported = _as_reported(hit, domain)
-        outcome, found = self._decide(hit, domain, as_reported, confirmed, weak=weak, self_evident=self_evident)
+        outcome, found = (
+            self._unasked(hit, as_reported)
+            if unasked
+            else self._decide(hit, domain, as_reported, confirmed, weak=weak, self_evident=self_evident)
+        )
         if spec and not self_evident:
             self.run.events.emit(
                 "evidence_checked",
@@ -467,9 +483,19 @@ class _Checker:
                 holds=None if confirmed is None else confirmed.holds,
                 outcome=outcome,
             )
-        if outcome in ("held", "overruled", "unconfirmed"):
+        if outcome in ("held", "overruled", "unconfirmed", "unasked"):
             self.settled.add(as_reported.id)
         return found
+
+    def _unasked(self, hit: Evidence, f: Finding) -> tuple[str, Finding]:
+        """A hit whose owner is a weak model, published without asking it: security evidence held (a person
+        dismisses it), a critical as reported (it counts), a warning or a suggestion as advisory."""
+        if is_security(hit):
+            return "unasked", hold(f.model_copy(update={"verified": False}), [hit], WEAK_UNASKED_SAID)
+        if hit.severity == "critical":
+            return "unasked", f
+        body = "\n\n".join(part for part in (f.body, WEAK_UNASKED_NOTE) if part)
+        return "unasked", f.model_copy(update={"advisory": True, "body": body})
 
     def unchecked(self, hit: Evidence) -> Finding:
         """A security hit past the per-review check limit: published unconfirmed and held, with no call."""
