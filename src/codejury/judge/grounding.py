@@ -73,7 +73,6 @@ runs; mypy's other codes rest on annotations and inferred types, which a model m
 tool's words with its ``analyzer:rule`` and no call on a weak model; a model that is not weak may still explain
 or reject it."""
 CONTEXT_LINES = 3
-UNCONFIRMED_NOTE = "(Advisory: the analyzer flagged this; the small model reviewing it did not confirm it.)"
 WEAK_UNASKED_NOTE = (
     "(Advisory: the analyzer flagged this; the small model reviewing this change is not asked to confirm analyzer "
     "hits, so it counts toward the verdict only as a critical.)"
@@ -309,8 +308,8 @@ def _to_verify(run: ReviewRun, models: ReviewModels, f: Finding, checker: _Check
 
 def _settled(f: Finding, checker: _Checker) -> bool:
     """A finding no check could overturn: a self-evident analyzer's hit (a committed key), a hit whose
-    weak confirmer was already overruled (a second word from the same model changes nothing), a hit
-    whose check failed (it had its one check), or held security evidence."""
+    owner is a weak model (it is not asked, nor asked again), a hit whose check failed (it had its one
+    check), or held security evidence."""
     return f.withholds_approval or f.id in checker.settled or any(is_self_evident(e) for e in f.evidence)
 
 
@@ -431,7 +430,7 @@ class _Checker:
         self.usage: dict[tuple[str, str], Usage] = {}
         self.failures: dict[tuple[str, str], str] = {}
         self.settled: set[str] = set()
-        """Ids of analyzer hits that had their one check: overruled, held, or unconfirmed."""
+        """Ids of analyzer hits that had their one check, or none to have: held, unasked, or unconfirmed."""
         self.unconfirmed = 0
 
     async def verify(self, f: Finding, file: FileChange | None, spec: str) -> tuple[bool | None, str]:
@@ -446,7 +445,7 @@ class _Checker:
         return answer.holds, answer.quote
 
     async def confirm(self, hit: Evidence, file: FileChange | None) -> Finding | None:
-        """The analyzer hit as a finding: confirmed by its owner, or held, unconfirmed or overruled; None
+        """The analyzer hit as a finding: confirmed by its owner, or held, unasked or unconfirmed; None
         only when a model that is not weak rejects a hit outside the security domain."""
         from codejury.analyzers.domains import domain_for
 
@@ -457,22 +456,18 @@ class _Checker:
             else None
         )
         spec = spec if spec in self.models.chains else self.run.selection.models.get("coordinator")
-        message = f"{hit.analyzer} {hit.rule} at {hit.path}:{hit.start_line}: {hit.message}"
-        prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message)
         weak = is_weak(self.run, self.models, spec)
         # A weak model could not reject a self-evident hit (a committed key): no call to make. Nor is it asked
         # about any other hit: its answer is no signal (``WEAK_UNASKED_NOTE``).
         self_evident = spec is not None and weak and is_self_evident(f"{hit.analyzer}:{hit.rule}")
-        unasked = spec is not None and weak and not self_evident
-        asked = spec is not None and not weak
-        answer = await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation) if spec and asked else None
-        confirmed = answer if isinstance(answer, Confirmation) else None
+        confirmed: Confirmation | None = None
+        if spec is not None and not weak:
+            message = f"{hit.analyzer} {hit.rule} at {hit.path}:{hit.start_line}: {hit.message}"
+            prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message)
+            answer = await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation)
+            confirmed = answer if isinstance(answer, Confirmation) else None
         as_reported = _as_reported(hit, domain)
-        outcome, found = (
-            self._unasked(hit, as_reported)
-            if unasked
-            else self._decide(hit, domain, as_reported, confirmed, weak=weak, self_evident=self_evident)
-        )
+        outcome, found = self._decide(hit, domain, as_reported, confirmed, weak=weak, self_evident=self_evident)
         if spec and not self_evident:
             self.run.events.emit(
                 "evidence_checked",
@@ -483,19 +478,9 @@ class _Checker:
                 holds=None if confirmed is None else confirmed.holds,
                 outcome=outcome,
             )
-        if outcome in ("held", "overruled", "unconfirmed", "unasked"):
+        if outcome in ("held", "unasked", "unconfirmed"):
             self.settled.add(as_reported.id)
         return found
-
-    def _unasked(self, hit: Evidence, f: Finding) -> tuple[str, Finding]:
-        """A hit whose owner is a weak model, published without asking it: security evidence held (a person
-        dismisses it), a critical as reported (it counts), a warning or a suggestion as advisory."""
-        if is_security(hit):
-            return "unasked", hold(f.model_copy(update={"verified": False}), [hit], WEAK_UNASKED_SAID)
-        if hit.severity == "critical":
-            return "unasked", f
-        body = "\n\n".join(part for part in (f.body, WEAK_UNASKED_NOTE) if part)
-        return "unasked", f.model_copy(update={"advisory": True, "body": body})
 
     def unchecked(self, hit: Evidence) -> Finding:
         """A security hit past the per-review check limit: published unconfirmed and held, with no call."""
@@ -520,8 +505,8 @@ class _Checker:
         weak: bool,
         self_evident: bool,
     ) -> tuple[str, Finding | None]:
-        """What becomes of the hit ``f`` (in the analyzer's words) after its check ``answer``: the outcome's
-        name and the finding to publish (None: rejected)."""
+        """What becomes of the hit ``f`` (in the analyzer's words) after its check ``answer`` (a weak owner is
+        never asked): the outcome's name and the finding to publish (None: rejected)."""
         if answer is not None and answer.holds:
             title = answer.title.strip() or f.title
             body = answer.body.strip() or f.body
@@ -532,18 +517,19 @@ class _Checker:
             reason = " ".join((answer.body or answer.title).split())
             said = f"The {domain} reviewer's check answered that it does not hold" + (f": {reason}" if reason else ".")
             return "held", hold(f.model_copy(update={"verified": False}), [hit], said)
-        if answer is not None and not weak:
-            return "rejected", None
         if answer is not None:
-            # Measured on the demo: the embedded model rejected every real hit (the SQL injection ruff's
-            # S608 flagged, the N+1 query of our rule pack) and no false one. A weak model can no more veto
-            # an analyzer than it can block alone: a rejected critical still counts, a rejected warning is
-            # published as advisory (shown, never counted toward the verdict).
-            if hit.severity == "critical":
-                return "overruled", f
-            return "overruled", f.model_copy(update={"advisory": True, "body": f"{f.body}\n\n{UNCONFIRMED_NOTE}"})
+            return "rejected", None
         if self_evident:
             return "self-evident", f  # a secret needs no model to be one
+        if weak:
+            # Not asked (WEAK_UNASKED_NOTE): no more a veto than a block on a weak model's word. Security
+            # evidence is held for a person, a critical counts, a warning or a suggestion is advisory.
+            if is_security(hit):
+                return "unasked", hold(f.model_copy(update={"verified": False}), [hit], WEAK_UNASKED_SAID)
+            if hit.severity == "critical":
+                return "unasked", f
+            body = "\n\n".join(part for part in (f.body, WEAK_UNASKED_NOTE) if part)
+            return "unasked", f.model_copy(update={"advisory": True, "body": body})
         # Fail closed: a check that failed is no verdict on the hit.
         self.unconfirmed += 1
         f = f.model_copy(update={"body": f"{f.body}\n\n{UNANSWERED_NOTE}"})
