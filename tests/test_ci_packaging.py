@@ -490,16 +490,22 @@ def _test_reports(checkout: Path) -> str:
 NO_MATCH_LINE = "codejury: no test report matches coverage/*.xml: reviewing without it"
 
 
+def _assert_each_report_given(record: Path, stderr: str) -> None:
+    """What the stub codejury received from ``_test_reports``' input: one --tests per existing report, in
+    order, nothing for the pattern that matches no file, and the one line that says so."""
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    assert seen["params"]["tests"] == ["reports/api.xml", "reports/unit.xml", "junit.xml"]
+    assert seen["argv"].count("--tests") == 3
+    assert "coverage/*.xml" not in seen["argv"], "a pattern that matches nothing is no argument"
+    assert stderr.splitlines() == [NO_MATCH_LINE]
+
+
 def test_component_gives_each_test_report_as_a_tests_argument(stub_bin: Path, checkout: Path, tmp_path: Path) -> None:
     script, variables = _component_shell({"tests": _test_reports(checkout)})
     record = tmp_path / "record.json"
     result = run_bash(script, checkout, {**_mr_env(stub_bin, record), **variables})
     assert result.returncode == 0, result.stderr
-    seen = json.loads(record.read_text(encoding="utf-8"))
-    assert seen["params"]["tests"] == ["reports/api.xml", "reports/unit.xml", "junit.xml"]
-    assert seen["argv"].count("--tests") == 3
-    assert "coverage/*.xml" not in seen["argv"], "a pattern that matches nothing is no argument"
-    assert result.stderr.splitlines() == [NO_MATCH_LINE]
+    _assert_each_report_given(record, result.stderr)
 
 
 def test_component_stops_with_exit_2_on_a_test_report_that_is_not_junit(
@@ -726,11 +732,7 @@ def test_action_gives_each_test_report_as_a_tests_argument(stub_bin: Path, check
     result, outputs, record = _run_action_review(stub_bin, checkout, tmp_path, {"tests": _test_reports(checkout)}, {})
     assert result.returncode == 0, result.stderr
     assert outputs["exit-code"] == "0"
-    seen = json.loads(record.read_text(encoding="utf-8"))
-    assert seen["params"]["tests"] == ["reports/api.xml", "reports/unit.xml", "junit.xml"]
-    assert seen["argv"].count("--tests") == 3
-    assert "coverage/*.xml" not in seen["argv"], "a pattern that matches nothing is no argument"
-    assert result.stderr.splitlines() == [NO_MATCH_LINE]
+    _assert_each_report_given(record, result.stderr)
 
 
 def test_action_stops_with_exit_2_on_a_test_report_that_is_not_junit(
