@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,23 +30,65 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (make test), the tests on the embedded model start first, dealt in turn to as many workers
+    as there are CPUs (each holds a CPU of its own for them, below), so that the longest do not queue behind each
+    other on one worker while the other CPU runs out of work at the end.
+
+    xdist's ``load`` scheduling hands each worker a first chunk of ``len(items) // workers // 4`` consecutive
+    tests, so the N-th share of embedded tests goes at the start of the N-th chunk. Every worker computes the same
+    order."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    embedded = [item for item in items if item.get_closest_marker("embedded") is not None]
+    if workers < 2 or not embedded:
+        return
+    slots = max(1, min(workers, len(os.sched_getaffinity(0))))
+    dealt: list[list[pytest.Item]] = [embedded[slot::slots] for slot in range(slots)]
+    others = iter([item for item in items if item.get_closest_marker("embedded") is None])
+    chunk = max(2, len(items) // workers // 4)
+    ordered: list[pytest.Item] = []
+    for mine in dealt:
+        ordered += mine + [item for _, item in zip(range(chunk - len(mine)), others, strict=False)]
+    items[:] = ordered + list(others)
+
+
+def _hold_a_cpu(shared: Path, cpus: list[int], held: ExitStack) -> int:
+    """A CPU whose lock file in ``shared`` this process now holds (until ``held`` closes): a free one, else the
+    first once it is free."""
+    for cpu in cpus:
+        lock = held.enter_context((shared / f"embedded-cpu{cpu}.lock").open("w"))
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return cpu
+        except BlockingIOError:
+            continue
+    fcntl.flock(held.enter_context((shared / f"embedded-cpu{cpus[0]}.lock").open("w")), fcntl.LOCK_EX)
+    return cpus[0]
+
+
 @pytest.fixture(autouse=True)
-def _one_core_for_the_embedded_model(request: pytest.FixtureRequest) -> Iterator[None]:
-    """In a pytest-xdist worker (make test), a test on the embedded model (and the processes it starts) runs on one CPU,
-    worker gwN on the N-th CPU it may use: llama.cpp starts one thread per CPU it may use, and its threads wait for
-    each other by spinning, so beside the other workers two threads take twice the CPU of one and finish later.
+def _one_core_for_the_embedded_model(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """In a pytest-xdist worker (make test), a test on the embedded model (and the processes it starts) runs on one CPU
+    that no other embedded test holds: llama.cpp starts one thread per CPU it may use, and its threads wait for each
+    other by spinning, so beside the other workers two threads take twice the CPU of one and finish later; and two
+    models on one CPU both run at half speed while the other CPU may run out of work. A CPU is held with a lock file
+    in the directory the workers share; when every CPU is held, the test waits for the first.
     Alone (no xdist) the test keeps every CPU."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if request.node.get_closest_marker("embedded") is None or not worker.startswith("gw"):
         yield
         return
     allowed = os.sched_getaffinity(0)
-    cpus = sorted(allowed)
-    os.sched_setaffinity(0, {cpus[int(worker.removeprefix("gw") or 0) % len(cpus)]})
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, allowed)
+    shared = tmp_path_factory.getbasetemp().parent  # pytest-N/, above each worker's popen-gwN/
+    with ExitStack() as held:
+        cpu = _hold_a_cpu(shared, sorted(allowed), held)
+        os.sched_setaffinity(0, {cpu})
+        try:
+            yield
+        finally:
+            os.sched_setaffinity(0, allowed)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -101,7 +101,8 @@ def test_trivial_review_of_a_diff_file(tmp_path: Path) -> None:
     assert_user_contract(review, diff)
 
 
-def test_lite_review_of_a_branch(tmp_path: Path) -> None:
+def lite_branch(tmp_path: Path) -> Path:
+    """A repository whose branch ``feature`` is a lite-tier change to the demo shop."""
     repo = tmp_path / "repo"
     shutil.copytree(DEMO / "base", repo)
     git(repo, "init", "-q", "-b", "main")
@@ -110,18 +111,28 @@ def test_lite_review_of_a_branch(tmp_path: Path) -> None:
     git(repo, "checkout", "-q", "-b", "feature")
     shutil.copy(DEMO / "change/shop/orders.py", repo / "shop/orders.py")
     git(repo, "commit", "-qam", "Add an order report")
+    return repo
+
+
+def test_lite_review_of_a_branch(tmp_path: Path) -> None:
+    repo = lite_branch(tmp_path)
     review, stderr = run_codejury(cwd=repo)
     assert review["tier"] == "lite"
     # The embedded model is weak: the lite tier's specialists are one generalist call (weak_panel = "single").
     assert [r["name"] for r in review["reviewers"] if ":" not in r["name"]] == ["generalist"]
     assert "one generalist call instead" in stderr
     assert_user_contract(review, git(repo, "diff", "main...feature"))
+
+
+def test_lite_review_of_a_branch_by_a_panel_sharing_the_prompt_cache(tmp_path: Path) -> None:
+    repo = lite_branch(tmp_path)
     # weak_panel = "panel": one call per reviewer, one after another on one slot, prompts ordered
     # [rules][change][focus]: every reviewer after the first finds the shared part in llama.cpp's cache
     # and pays only for its own. (Grounding checks, "NAME:check", have their own prefix.)
     config = tmp_path / "panel.toml"
     config.write_text('weak_panel = "panel"\n', encoding="utf-8")
     review, _ = run_codejury("--config", str(config), cwd=repo)
+    assert review["tier"] == "lite"
     assert {"code_quality", "documentation"} <= {r["name"] for r in review["reviewers"]}
     assert_user_contract(review, git(repo, "diff", "main...feature"))
     first, *later = [r for r in review["reviewers"] if r["status"] == "ok" and ":" not in r["name"]]
