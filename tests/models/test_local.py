@@ -116,6 +116,7 @@ async def test_native_output_becomes_json_schema_response_format() -> None:
     fmt = call["response_format"]
     assert fmt["type"] == "json_schema"
     assert set(fmt["json_schema"]["schema"]["properties"]) == {"ok", "reason"}
+    assert fmt["json_schema"]["schema"]["additionalProperties"] is False  # no key of the model's own invention
     assert call["cache_prompt"] is True  # the slot keeps the common prefix between calls
     assert call["temperature"] == 0.0
     assert call["seed"] == 0
@@ -310,8 +311,9 @@ def test_reviewer_schemas_become_grammars_quietly() -> None:
         from codejury.findings import NotedReviewerOutput, ReviewerOutput
         from codejury.judge.coordinator import JudgeOutput
         from codejury.judge.grounding import Check, Confirmation
+        from codejury.judge.naive import NaiveOutput
         from codejury.models.local import grammar_safe_schema
-        for output in (NotedReviewerOutput, ReviewerOutput, JudgeOutput, Check, Confirmation):
+        for output in (NotedReviewerOutput, ReviewerOutput, JudgeOutput, Check, Confirmation, NaiveOutput):
             schema = grammar_safe_schema(output.model_json_schema())
             assert "pattern" not in json.dumps(schema)
             grammar = xllamacpp.json_schema_to_grammar(schema)

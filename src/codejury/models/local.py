@@ -257,6 +257,8 @@ def grammar_safe_schema(schema: Any, name: str = "") -> Any:
             out[key] = grammar_safe_schema(value)
     if out.get("type") == "string" and "maxLength" not in out and "enum" not in out and "const" not in out:
         out["maxLength"] = FREE_TEXT_MAX_CHARS.get(name, _DEFAULT_TEXT_MAX_CHARS)
+    if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False  # the named fields only: a key of its own invention is tokens lost
     return out
 
 
