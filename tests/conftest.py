@@ -39,12 +39,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests, so the N-th share of embedded tests goes at the start of the N-th chunk. Every worker computes the same
     order."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    embedded = [item for item in items if item.get_closest_marker("embedded") is not None]
+    embedded: list[pytest.Item] = []
+    rest: list[pytest.Item] = []
+    for item in items:
+        (rest if item.get_closest_marker("embedded") is None else embedded).append(item)
     if workers < 2 or not embedded:
         return
-    slots = max(1, min(workers, len(os.sched_getaffinity(0))))
-    dealt: list[list[pytest.Item]] = [embedded[slot::slots] for slot in range(slots)]
-    others = iter([item for item in items if item.get_closest_marker("embedded") is None])
+    slots = min(workers, len(os.sched_getaffinity(0)))
+    dealt = [embedded[slot::slots] for slot in range(slots)]
+    others = iter(rest)
     chunk = max(2, len(items) // workers // 4)
     ordered: list[pytest.Item] = []
     for mine in dealt:
@@ -55,14 +58,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _hold_a_cpu(shared: Path, cpus: list[int], held: ExitStack) -> int:
     """A CPU whose lock file in ``shared`` this process now holds (until ``held`` closes): a free one, else the
     first once it is free."""
-    for cpu in cpus:
-        lock = held.enter_context((shared / f"embedded-cpu{cpu}.lock").open("w"))
+    locks = [held.enter_context((shared / f"embedded-cpu{cpu}.lock").open("w")) for cpu in cpus]
+    for cpu, lock in zip(cpus, locks, strict=True):
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return cpu
         except BlockingIOError:
             continue
-    fcntl.flock(held.enter_context((shared / f"embedded-cpu{cpus[0]}.lock").open("w")), fcntl.LOCK_EX)
+    fcntl.flock(locks[0], fcntl.LOCK_EX)
     return cpus[0]
 
 

@@ -82,12 +82,18 @@ def assert_user_contract(review: dict[str, Any], diff: str) -> None:
     assert review["usage"]["cost_usd"] == 0
 
 
-def test_trivial_review_of_a_diff_file(tmp_path: Path) -> None:
+def demo_base(tmp_path: Path) -> Path:
+    """A repository whose branch ``main`` holds the demo shop before the change."""
     repo = tmp_path / "repo"
     shutil.copytree(DEMO / "base", repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
+    return repo
+
+
+def test_trivial_review_of_a_diff_file(tmp_path: Path) -> None:
+    repo = demo_base(tmp_path)
     shutil.copy(DEMO / "change/shop/search.py", repo / "shop/search.py")
     git(repo, "add", "-A")
     diff = git(repo, "diff", "--cached", "HEAD")
@@ -103,11 +109,7 @@ def test_trivial_review_of_a_diff_file(tmp_path: Path) -> None:
 
 def lite_branch(tmp_path: Path) -> Path:
     """A repository whose branch ``feature`` is a lite-tier change to the demo shop."""
-    repo = tmp_path / "repo"
-    shutil.copytree(DEMO / "base", repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
+    repo = demo_base(tmp_path)
     git(repo, "checkout", "-q", "-b", "feature")
     shutil.copy(DEMO / "change/shop/orders.py", repo / "shop/orders.py")
     git(repo, "commit", "-qam", "Add an order report")
