@@ -3,7 +3,10 @@
 Two kinds of pieces, taken from the repository index, in turn: the definitions of the names the
 added lines use (defined elsewhere than in the changed lines themselves, nearest file first),
 and the callers of the functions the change edits (other files first), each as a few numbered
-lines. Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to
+lines. Both are matched by name, so both stay within the language of the code they relate to
+(JavaScript and TypeScript are one, C and C++ are one): a Python ``open(...)`` is not a caller of a
+TypeScript method ``open``. A line that imports a name is not a use of it: a caller is shown at its
+first other line that names it. Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to
 its first lines or left out, so the section never grows past its budget. The section is built
 once per review and is the same for every reviewer, so the embedded model's prompt prefix stays
 shared up to the reviewer's own focus.
@@ -19,6 +22,7 @@ from pathlib import PurePosixPath
 from codejury.agents.prompts import fence
 from codejury.change.types import FileChange
 from codejury.repocontext.index import RepoIndex
+from codejury.repocontext.languages import language_for
 from codejury.repocontext.terms import IDENTIFIER, STOP_WORDS
 
 INTRO = (
@@ -32,6 +36,16 @@ CALLER_CONTEXT = 2
 _MAX_NAMES = 40
 _MAX_CALLERS = 3
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_IMPORT = re.compile(r"^\s*(?:import|from|use|using|require|#\s*include)\b|^\s*export\b.*\bfrom\b")
+"""A line that imports or includes names (Python, JavaScript/TypeScript, Go, Java, Rust, C#, PHP, Ruby, C/C++)."""
+_FAMILY = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
+"""Languages whose code calls each other's by name (a TypeScript file imports a JavaScript one, C++ calls C)."""
+
+
+def _family(path: str) -> str | None:
+    """The language family of a repository path; None for a file the index does not chunk."""
+    language = language_for(path)
+    return _FAMILY.get(language, language) if language is not None else None
 
 
 @dataclass(frozen=True)
@@ -61,24 +75,28 @@ def _changed_lines(fc: FileChange) -> set[int]:
     return touched
 
 
-def _used_names(files: Sequence[FileChange]) -> list[str]:
-    """Names on the added lines, called names first, in order of appearance, without keywords."""
-    calls: list[str] = []
-    others: list[str] = []
+def _used_names(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
+    """Names on the added lines, called names first, in order of appearance, without keywords, each with the
+    language families of the files whose added lines use it."""
+    calls: list[tuple[str, str | None]] = []
+    others: list[tuple[str, str | None]] = []
     for fc in files:
+        family = _family(fc.path)
         for hunk in fc.hunks:
             for line in hunk.lines:
-                if line.kind != "+":
+                if line.kind != "+" or _IMPORT.match(line.text):
                     continue
-                calls += _CALL.findall(line.text)
-                others += IDENTIFIER.findall(line.text)
-    seen: set[str] = set()
-    ordered: list[str] = []
-    for name in calls + others:
-        if name not in seen and name.lower() not in STOP_WORDS and len(name) > 2:
-            seen.add(name)
-            ordered.append(name)
-    return ordered[:_MAX_NAMES]
+                calls += [(name, family) for name in _CALL.findall(line.text)]
+                others += [(name, family) for name in IDENTIFIER.findall(line.text)]
+    used: dict[str, set[str | None]] = {}
+    for name, family in calls + others:
+        if name.lower() in STOP_WORDS or len(name) <= 2:
+            continue
+        if name in used:
+            used[name].add(family)
+        elif len(used) < _MAX_NAMES:
+            used[name] = {family}
+    return used
 
 
 def _closeness(a: str, b: str) -> int:
@@ -105,8 +123,10 @@ class _Lines:
 def _definition_pieces(index: RepoIndex, files: Sequence[FileChange], changed: set[int], lines: _Lines) -> list[Piece]:
     pieces: list[Piece] = []
     paths = [fc.path for fc in files]
-    for name in _used_names(files):
-        candidates = [cid for cid in index.definitions(name) if cid not in changed]
+    for name, families in _used_names(files).items():
+        candidates = [
+            cid for cid in index.definitions(name) if cid not in changed and _family(index.path_of(cid)) in families
+        ]
         if not candidates:
             continue
         near = paths[0] if paths else ""
@@ -133,10 +153,11 @@ def _caller_pieces(index: RepoIndex, changed: set[int], lines: _Lines) -> list[P
             continue
         word = re.compile(rf"\b{re.escape(name)}\b")
         own_path = index.path_of(cid)
+        family = _family(own_path)
         found = 0
         mentions = sorted(index.mentioning(name), key=lambda c: (index.path_of(c) == own_path, c))
         for other in mentions:
-            if other in changed or found >= _MAX_CALLERS:
+            if other in changed or found >= _MAX_CALLERS or _family(index.path_of(other)) != family:
                 continue
             piece = _call_site(index, other, name, word, lines)
             if piece is not None:
@@ -151,7 +172,8 @@ def _call_site(index: RepoIndex, cid: int, name: str, word: re.Pattern[str], lin
     if text is None:
         return None
     first = chunk.start + 1 if chunk.kind != "module" else chunk.start  # skip a definition's own name line
-    hit = next((n for n in range(first, min(chunk.end, len(text)) + 1) if word.search(text[n - 1])), None)
+    span = range(first, min(chunk.end, len(text)) + 1)
+    hit = next((n for n in span if word.search(text[n - 1]) and not _IMPORT.match(text[n - 1])), None)
     if hit is None:
         return None
     around = range(max(chunk.start, hit - CALLER_CONTEXT), min(chunk.end, len(text), hit + CALLER_CONTEXT) + 1)
