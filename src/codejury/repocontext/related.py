@@ -5,8 +5,8 @@ added lines use (defined elsewhere than in the changed lines themselves, nearest
 and the callers of the functions the change edits (other files first), each as a few numbered
 lines. Both are matched by name, so both stay within the language of the code they relate to
 (JavaScript and TypeScript are one, C and C++ are one): a Python ``open(...)`` is not a caller of a
-TypeScript method ``open``. A line that imports a name is not a use of it: a caller is shown at its
-first other line that names it. Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to
+TypeScript method ``open``. A line that imports a name is not a call of it: a caller is shown at its
+first other line that names it (an added import line still names what the change uses). Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to
 its first lines or left out, so the section never grows past its budget. The section is built
 once per review and is the same for every reviewer, so the embedded model's prompt prefix stays
 shared up to the reviewer's own focus.
@@ -84,7 +84,7 @@ def _used_names(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
         family = _family(fc.path)
         for hunk in fc.hunks:
             for line in hunk.lines:
-                if line.kind != "+" or _IMPORT.match(line.text):
+                if line.kind != "+":  # an import line too: the names it brings in are the ones the change uses
                     continue
                 calls += [(name, family) for name in _CALL.findall(line.text)]
                 others += [(name, family) for name in IDENTIFIER.findall(line.text)]
