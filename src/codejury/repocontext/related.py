@@ -6,8 +6,10 @@ and the callers of the functions the change edits (other files first), each as a
 lines. Both are matched by name, so both stay within the language of the code they relate to
 (JavaScript and TypeScript are one, C and C++ are one): a Python ``open(...)`` is not a caller of a
 TypeScript method ``open``. A line that imports a name is not a call of it: a caller is shown at its
-first other line that names it (an added import line still names what the change uses). Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to
-its first lines or left out, so the section never grows past its budget. The section is built
+first other line that names it (an added import line still names what the change uses).
+
+Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to its first
+lines or left out, so the section never grows past its budget. The section is built
 once per review and is the same for every reviewer, so the embedded model's prompt prefix stays
 shared up to the reviewer's own focus.
 """
