@@ -34,6 +34,7 @@ from codejury.runstate import Refusal, ReviewOptions, ReviewRun
 if TYPE_CHECKING:
     from codejury.analyzers.junit import TestReport
     from codejury.forges.publish import Forge, PreviousState
+    from codejury.record.limits import CapCheck
 
 Say = Callable[[str], None]
 
@@ -331,22 +332,10 @@ async def _admission(run: ReviewRun) -> Refusal | None:
     never blocks a review)."""
     if run.config.stopped is not None:
         return Refusal(run.config.stopped, "kill_switch")
-    limits = run.settings.limits
-    if not limits.capped:
+    if not run.settings.limits.capped:
         return None
-    import asyncio
-    from datetime import UTC, datetime
-
-    from codejury.record.limits import CapCheck, check_caps
-
     hold_s = run.settings.overall_timeout_s + CAP_SLOT_AFTER_TIMEOUT_S
-    counting = asyncio.to_thread(
-        check_caps, limits, run.settings.record_url, run.change.meta.repository, datetime.now(UTC), slot_hold_s=hold_s
-    )
-    try:
-        checked = await asyncio.wait_for(counting, CAP_CHECK_WAIT_S)
-    except TimeoutError:
-        checked = CapCheck(unchecked=f"the review store did not answer within {CAP_CHECK_WAIT_S:g} s")
+    checked = await count_caps(run.settings, run.change.meta.repository, slot_hold_s=hold_s)
     if checked.unchecked is not None:
         run.options.warn(f"daily caps not checked, the review runs: {checked.unchecked}")
         run.events.emit("caps_unchecked", error=checked.unchecked[:300])
@@ -356,6 +345,23 @@ async def _admission(run: ReviewRun) -> Refusal | None:
     if checked.slot is not None:  # the review's record replaces the slot (``ReviewRecord.slot``)
         run.events.emit("caps_reserved", slot=checked.slot, hold_s=hold_s)
     return None
+
+
+async def count_caps(settings: Settings, repository: str, *, slot_hold_s: float | None = None) -> CapCheck:
+    """Today's reviews in the review store against ``settings.limits`` (``codejury.record.limits.check_caps``, in a
+    thread), within ``CAP_CHECK_WAIT_S``: a store that does not answer in time is ``unchecked``."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from codejury.record.limits import CapCheck, check_caps
+
+    counting = asyncio.to_thread(
+        check_caps, settings.limits, settings.record_url, repository, datetime.now(UTC), slot_hold_s=slot_hold_s
+    )
+    try:
+        return await asyncio.wait_for(counting, CAP_CHECK_WAIT_S)
+    except TimeoutError:
+        return CapCheck(unchecked=f"the review store did not answer within {CAP_CHECK_WAIT_S:g} s")
 
 
 def _recorders(plugins: Plugins, settings: Settings, env: Mapping[str, str]) -> list[Any]:

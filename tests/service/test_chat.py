@@ -26,15 +26,17 @@ from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.safety import check_published
 from codejury.resilience import BOARDS
-from codejury.service.ask import LIGHTHEARTED_FOOTER
+from codejury.service.ask import LIGHTHEARTED_FOOTER, REFUSED
 from codejury.service.chat import parse_command
 from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.tables import jobs, make_engine
 from codejury.testing.github import FakeGitHub
 from codejury.testing.gitlab import FakeGitLab
+from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Fail, Final, Raw, ScriptedResolver, ToolCall
 from tests.service.helpers import GITHUB_SECRET, GITLAB_TOKEN, NEW, OLD, github_delivery
 from tests.service.test_local_reviews import FINDING, gitlab_summaries, options, serving, until
+from tests.test_daily_caps import seed
 
 ROOT = Path(__file__).resolve().parents[2]
 MR_URL = "{base}/acme/widgets/-/merge_requests/7"
@@ -149,6 +151,41 @@ async def test_ask_from_a_developer_is_answered_in_the_thread_from_the_change(
     assert "<comments>\nwhat does this change do?\n</comments>" in coordinator.prompts[0]
     assert "line 30" in coordinator.tool_results[0]  # read_file read the head's whole file
     assert not gitlab_summaries(gl)  # asking reviews nothing
+
+
+async def test_an_ask_while_the_kill_switch_is_on_is_refused_before_any_model_is_called(
+    gl: FakeGitLab, scripted_models: ScriptedModels, tmp_path: Path
+) -> None:
+    resolver = resolver_with([Raw(ANSWER)])
+    scripted_models(resolver)
+    note = gl.add_note(1, 7, "/codejury ask what does this change do?", author="alice")
+    with RoutingServer() as routing:
+        routing.body = json.dumps({"kill_switch": True, "reason": "provider incident"}).encode()
+        opts = replace(gitlab_options(tmp_path, gl), remote_config=routing.url)
+        async with service_client(opts) as c:
+            await post_note(c, gl, note)
+            await until(lambda: len(bot_notes(gl)) == 1)
+    [reply] = bot_notes(gl)
+    assert reply["body"] == REFUSED.format(reason="the kill switch is on (provider incident)")
+    assert resolver.models["coordinator"].prompts == []  # no model was asked
+
+
+async def test_an_ask_once_a_daily_cap_is_reached_is_refused_before_any_model_is_called(
+    gl: FakeGitLab, scripted_models: ScriptedModels, tmp_path: Path
+) -> None:
+    resolver = resolver_with([Raw(ANSWER)])
+    scripted_models(resolver)
+    caps = tmp_path / "caps.toml"
+    caps.write_text("[limits]\nreviews_per_day = 1\n", encoding="utf-8")
+    opts = replace(gitlab_options(tmp_path, gl), config_file=caps)
+    seed(opts.env["CODEJURY_RECORD_URL"], "acme/elsewhere", 1)  # today's one review, of another repository
+    note = gl.add_note(1, 7, "/codejury ask what does this change do?", author="alice")
+    async with service_client(opts) as c:
+        await post_note(c, gl, note)
+        await until(lambda: len(bot_notes(gl)) == 1)
+    [reply] = bot_notes(gl)
+    assert reply["body"].startswith(REFUSED.format(reason="the daily review cap is reached (1 of 1 on ")[:-1])
+    assert resolver.models["coordinator"].prompts == []
 
 
 async def test_commands_from_a_reporter_or_the_bot_get_no_action_and_no_reply(

@@ -6,7 +6,9 @@ settings (a model whose breaker a review opened is skipped here too, and an ask 
 counts toward it), the stall watchdog and heartbeats, every request scrubbed of known secrets,
 and the cost ceiling. The run's usage (requests, tokens, cost) and its model events (failbacks,
 breaker moves) are counted in the service's ``/metrics`` as agent ``coordinator:ask`` and
-logged in the job's outcome line.
+logged in the job's outcome line. Like a review, an ask is refused before any model is called while the
+routing document's kill switch is on for the repository or a daily cap of ``[limits]`` is reached (an ask
+is not recorded in the review store, so it counts toward no cap itself); the reply says why.
 
 The question and the change are fenced as data; the answer is published through
 ``safety.safe_text`` and ``safety.checked``, as review comments are. One lighthearted question
@@ -50,6 +52,7 @@ If the question is lighthearted or not about code (a joke, a greeting, trivia), 
 to true and answer in one or two warm sentences, then steer back to the review.
 """
 NOT_ANSWERED = "codejury could not answer this question: its model did not answer. Please ask again later."
+REFUSED = "codejury is not answering questions on this merge request now: {reason}."
 
 
 class AskAnswer(BaseModel):
@@ -67,9 +70,13 @@ class Asked:
     model: str
     usage: Usage
     answered: bool
+    refused: str | None = None
+    """Why no model was asked: the kill switch or a daily cap."""
 
     def outcome(self) -> str:
         """One line for the job's log."""
+        if self.refused is not None:
+            return f"not answered, refused: {self.refused}"
         u = self.usage
         tokens = f"{u.input_tokens} in / {u.output_tokens} out tokens"
         spent = f"{counted(u.requests, 'request')}, {tokens}, ${u.cost_usd:.4f}"
@@ -96,6 +103,7 @@ async def answer_question(
     from codejury import pipeline, session
     from codejury.agents.prompts import fence, inline_change
     from codejury.errors import ConfigError
+    from codejury.findings import Usage
     from codejury.models.pricing import usage_from_run
     from codejury.models.selection import board_for, build_review_models, choose_model, default_resolver, price_table
     from codejury.resilience import AgentWatch
@@ -111,6 +119,10 @@ async def answer_question(
     events = session.open_event_log(None, env, run_id=f"chat-{command.comment_id}")
     opts = ReviewOptions(settings=settings, env=env, events=events, warn=say, plugin_manager=plugins.manager)
     config = await pipeline.configure(change, opts)
+    refused = config.stopped or await _cap_reached(settings, change.meta.repository, say)
+    if refused is not None:
+        say(f"{command.author}'s question was not answered: {refused}")
+        return Asked(checked(REFUSED.format(reason=safe_text(refused))), "", Usage(), answered=False, refused=refused)
     spec = choose_model(config, "coordinator", tier="full")
     if spec is None:
         raise ConfigError("no model is configured for the coordinator, which answers /codejury ask")
@@ -172,6 +184,20 @@ async def answer_question(
     if output is None:
         return Asked(checked(NOT_ANSWERED), answered_by, usage, answered=False)
     return Asked(_reply(command, output, already_lighthearted), answered_by, usage, answered=True)
+
+
+async def _cap_reached(settings: Any, repository: str, say: Callable[[str], None]) -> str | None:
+    """The refusal of a daily cap of ``[limits]`` already reached today, counted as a review's admission counts
+    (without reserving a slot: an ask is not a review); None while every cap leaves room or when the store
+    cannot be counted (the ask runs, as a review would, with one line)."""
+    if not settings.limits.capped:
+        return None
+    from codejury.session import count_caps
+
+    checked_caps = await count_caps(settings, repository)
+    if checked_caps.unchecked is not None:
+        say(f"daily caps not checked, the question is answered: {checked_caps.unchecked}")
+    return checked_caps.refusal
 
 
 def _reply(command: ChatCommand, output: AskAnswer, already_lighthearted: bool) -> str:
