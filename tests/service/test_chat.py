@@ -153,19 +153,24 @@ async def test_ask_from_a_developer_is_answered_in_the_thread_from_the_change(
     assert not gitlab_summaries(gl)  # asking reviews nothing
 
 
+async def ask_once(gl: FakeGitLab, opts: ServiceOptions) -> dict[str, Any]:
+    """A developer's ``/codejury ask``, delivered to the service with ``opts``: codejury's reply."""
+    note = gl.add_note(1, 7, "/codejury ask what does this change do?", author="alice")
+    async with service_client(opts) as c:
+        await post_note(c, gl, note)
+        await until(lambda: len(bot_notes(gl)) == 1)
+    [reply] = bot_notes(gl)
+    return reply
+
+
 async def test_an_ask_while_the_kill_switch_is_on_is_refused_before_any_model_is_called(
     gl: FakeGitLab, scripted_models: ScriptedModels, tmp_path: Path
 ) -> None:
     resolver = resolver_with([Raw(ANSWER)])
     scripted_models(resolver)
-    note = gl.add_note(1, 7, "/codejury ask what does this change do?", author="alice")
     with RoutingServer() as routing:
         routing.body = json.dumps({"kill_switch": True, "reason": "provider incident"}).encode()
-        opts = replace(gitlab_options(tmp_path, gl), remote_config=routing.url)
-        async with service_client(opts) as c:
-            await post_note(c, gl, note)
-            await until(lambda: len(bot_notes(gl)) == 1)
-    [reply] = bot_notes(gl)
+        reply = await ask_once(gl, replace(gitlab_options(tmp_path, gl), remote_config=routing.url))
     assert reply["body"] == REFUSED.format(reason="the kill switch is on (provider incident)")
     assert resolver.models["coordinator"].prompts == []  # no model was asked
 
@@ -179,11 +184,7 @@ async def test_an_ask_once_a_daily_cap_is_reached_is_refused_before_any_model_is
     caps.write_text("[limits]\nreviews_per_day = 1\n", encoding="utf-8")
     opts = replace(gitlab_options(tmp_path, gl), config_file=caps)
     seed(opts.env["CODEJURY_RECORD_URL"], "acme/elsewhere", 1)  # today's one review, of another repository
-    note = gl.add_note(1, 7, "/codejury ask what does this change do?", author="alice")
-    async with service_client(opts) as c:
-        await post_note(c, gl, note)
-        await until(lambda: len(bot_notes(gl)) == 1)
-    [reply] = bot_notes(gl)
+    reply = await ask_once(gl, opts)
     assert reply["body"].startswith(REFUSED.format(reason="the daily review cap is reached (1 of 1 on ")[:-1])
     assert resolver.models["coordinator"].prompts == []
 
