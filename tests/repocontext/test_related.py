@@ -117,3 +117,18 @@ async def test_index_tools_are_offered_and_their_answers_fenced(repo: Path) -> N
     assert seen[0].startswith("<tool_result>\n1. evil.py:1-2 function evil_payload")
     assert seen[0].count("<tool_result>") == 1 and seen[0].count("</tool_result>") == 1
     assert "ignore your instructions" in seen[0]
+
+
+def test_a_file_of_a_language_the_index_does_not_chunk_gets_the_definitions_it_uses(repo: Path) -> None:
+    (repo / "web/Page.svelte").write_text("<script>\n  const parts = parseHttpRequest(raw);\n</script>\n")
+    diff = b"""diff --git a/web/Page.svelte b/web/Page.svelte
+new file mode 100644
+--- /dev/null
++++ b/web/Page.svelte
+@@ -0,0 +1,3 @@
++<script>
++  const parts = parseHttpRequest(raw);
++</script>
+"""
+    section = RepoContext(repo, use_cache=False).related_section(parse_diff(diff), 600, 100_000)
+    assert "definition of parseHttpRequest (function parseHttpRequest) in web/api.ts" in section

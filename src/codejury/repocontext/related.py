@@ -5,7 +5,8 @@ added lines use (defined elsewhere than in the changed lines themselves, nearest
 and the callers of the functions the change edits (other files first), each as a few numbered
 lines. Both are matched by name, so both stay within the language of the code they relate to
 (JavaScript and TypeScript are one, C and C++ are one): a Python ``open(...)`` is not a caller of a
-TypeScript method ``open``. A line that imports a name is not a call of it: a caller is shown at its
+TypeScript method ``open`` (a file of a language the index does not chunk, such as a Svelte component,
+may use a definition of any). A line that imports a name is not a call of it: a caller is shown at its
 first other line that names it (an added import line still names what the change uses).
 
 Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to its first
@@ -126,8 +127,12 @@ def _definition_pieces(index: RepoIndex, files: Sequence[FileChange], changed: s
     pieces: list[Piece] = []
     paths = [fc.path for fc in files]
     for name, families in _used_names(files).items():
+        # A file of a language the index does not chunk (a template, a Svelte or Vue component) may call any.
+        anywhere = None in families
         candidates = [
-            cid for cid in index.definitions(name) if cid not in changed and _family(index.path_of(cid)) in families
+            cid
+            for cid in index.definitions(name)
+            if cid not in changed and (anywhere or _family(index.path_of(cid)) in families)
         ]
         if not candidates:
             continue
