@@ -311,29 +311,3 @@ def test_one_place_is_one_candidate_per_tool_but_each_rule_of_a_tool_is_its_own(
     two_problems = [hit("rules", "quality-js-nested-ternary"), hit("rules", "quality-ts-explicit-any")]
     kept = sorted(e.rule for e in unclaimed([], two_problems))
     assert kept == ["quality-js-nested-ternary", "quality-ts-explicit-any"]
-
-
-OLD_LONG = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
-NEW_LONG = OLD_LONG.replace("value_5 = 5\n", "value_5 = five()\n").replace("value_35 = 35\n", "value_35 = 35 / 0\n")
-
-
-async def test_a_files_only_check_reads_the_hunk_around_its_claim_and_more_checks_share_the_whole_patch(
-    tmp_path: Path,
-) -> None:
-    path = "app/auth/values.py"
-    first = finding(path, 5, "five is not defined")
-    second = finding(path, 35, "Division by zero at import")
-
-    async def checks(findings: list[dict[str, object]], answers: int) -> list[str]:
-        change = make_change(tmp_path / str(answers), {path: (OLD_LONG, NEW_LONG)})
-        scripts = {"security": [Final(findings), *[holds(True, 5)] * answers], "coordinator": NO_DECISIONS}
-        _, resolver, _ = await run_review(change, scripts, settings=scripted_settings(max_unproven=2, **WEAK))
-        return resolver.models["security"].prompts[1:]  # type: ignore[attr-defined, no-any-return]
-
-    [only] = await checks([first], 1)
-    assert "    5 + value_5 = five()" in only and "value_35" not in only  # the hunk it is about, not the file
-    both = await checks([first, second], 2)
-    assert len(both) == 2
-    for check in both:  # two checks on one file: the same whole patch, a prefix the second finds cached
-        assert "    5 + value_5 = five()" in check and "   35 + value_35 = 35 / 0" in check
-    assert both[0].split("<finding>")[0] == both[1].split("<finding>")[0]

@@ -26,10 +26,9 @@ separate (docs/architecture.md, "Getting findings right"):
   model's reason side by side, at the analyzer's severity, withholding approval until a person
   dismisses it. Only the hits of other domains may be rejected by a model that is not weak.
 
-Checks run one after another, file by file (its analyzer hits, then its findings). Where a file has
-more than one check, each shows the file's whole patch when it is small, so a model that caches only
-its last prompt reuses ``[instructions][this file's patch]`` from one check to the next; a file's only
-check shows the hunks around the claim, and reads no more than it needs.
+Checks run one after another, file by file (its analyzer hits, then its findings), and each shows
+the file's whole patch when it is small, so a model that caches only its last prompt reuses
+``[instructions][this file's patch]`` from one check to the next.
 """
 
 from __future__ import annotations
@@ -114,8 +113,7 @@ CONFIRM_TASK = (
 )
 CHECK_SAID = "Its check answered that the claim does not hold here."
 FULL_PATCH_CHARS = 6_000
-"""A file's whole patch up to this size is shown to every check on a file with more than one, so they share a
-prompt prefix."""
+"""A file's whole patch up to this size is shown to every check on it, so the checks share a prompt prefix."""
 
 
 class Check(BaseModel):
@@ -263,10 +261,7 @@ async def ground_stage(
     # File by file, analyzer hits first: every check on one file starts [instructions][that file's patch].
     for path in sorted({h.path for h in hits} | {f.path for f in findings}):
         here = [f for f in findings if f.path == path]
-        file_hits = [h for h in hits if h.path == path]
-        # One check on the file reads the hunks around its claim; more share the whole patch as their prefix.
-        checker.whole_patch = len(file_hits) + sum(1 for f in here if _to_verify(run, models, f, checker)) > 1
-        for hit in file_hits:
+        for hit in (h for h in hits if h.path == path):
             confirmed = await checker.confirm(hit, files.get(hit.path))
             if confirmed is None:
                 result.dropped[REJECTED] = result.dropped.get(REJECTED, 0) + 1
@@ -437,14 +432,12 @@ class _Checker:
         self.settled: set[str] = set()
         """Ids of analyzer hits that had their one check, or none to have: held, unasked, or unconfirmed."""
         self.unconfirmed = 0
-        self.whole_patch = False
-        """Whether a check shows its file's whole patch (when small): the file has more than one check."""
 
     async def verify(self, f: Finding, file: FileChange | None, spec: str) -> tuple[bool | None, str]:
         """True / False from the verifier and the code it quoted; None when it could not answer (the
         finding stays unverified)."""
         claim = f"{f.path}:{f.start_line}-{f.end_line} [{f.severity}] {f.title}\n{f.body}"
-        prompt = _check_prompt(file, f.start_line, f.end_line, VERIFY_TASK, claim, whole=self.whole_patch)
+        prompt = _check_prompt(file, f.start_line, f.end_line, VERIFY_TASK, claim)
         answer = await self._ask("verifier", spec, CHECK_PROMPT, prompt, Check)
         if not isinstance(answer, Check):
             return None, ""
@@ -470,7 +463,7 @@ class _Checker:
         confirmed: Confirmation | None = None
         if spec is not None and not weak:
             message = f"{hit.analyzer} {hit.rule} at {hit.path}:{hit.start_line}: {hit.message}"
-            prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message, whole=self.whole_patch)
+            prompt = _check_prompt(file, hit.start_line, hit.end_line, CONFIRM_TASK, message)
             answer = await self._ask(domain, spec, CHECK_PROMPT, prompt, Confirmation)
             confirmed = answer if isinstance(answer, Confirmation) else None
         as_reported = _as_reported(hit, domain)
@@ -609,23 +602,21 @@ def _as_reported(hit: Evidence, domain: str) -> Finding:
     )
 
 
-def _check_prompt(file: FileChange | None, start: int, end: int, task: str, text: str, *, whole: bool) -> str:
-    """[the file's patch][the task][the text to check]: with ``whole``, checks on one file share the patch as their
-    prefix."""
-    return f"{fence('patch', _hunks_text(file, start, end, whole=whole))}\n\n{task}\n\n{fence('finding', text)}"
+def _check_prompt(file: FileChange | None, start: int, end: int, task: str, text: str) -> str:
+    """[the file's patch][the task][the text to check]: checks on one file share the patch as their prefix."""
+    return f"{fence('patch', _hunks_text(file, start, end))}\n\n{task}\n\n{fence('finding', text)}"
 
 
-def _hunks_text(file: FileChange | None, start: int, end: int, *, whole: bool) -> str:
-    """Both sides of the hunks around lines ``start``..``end`` of ``file``, numbered like the reviewers' patches;
-    with ``whole``, the file's whole patch when it is small (and when no hunk is near those lines)."""
+def _hunks_text(file: FileChange | None, start: int, end: int) -> str:
+    """Both sides of the hunks around lines ``start``..``end`` of ``file``, numbered like the reviewers' patches."""
     if file is None:
         return "(the file is not in the change)"
     from codejury.workspace import numbered_patch
 
-    patch = numbered_patch(file)
+    whole = numbered_patch(file)
     near = [h for h in file.hunks if _hunk_touches(h, start - CONTEXT_LINES, end + CONTEXT_LINES)]
-    if not near or (whole and len(patch) <= FULL_PATCH_CHARS):
-        return patch
+    if not near or len(whole) <= FULL_PATCH_CHARS:
+        return whole
     return numbered_patch(FileChange(path=file.path, old_path=file.old_path, status=file.status, hunks=tuple(near)))
 
 
