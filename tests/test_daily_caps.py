@@ -30,7 +30,7 @@ from tests.forges.test_gitlab_bot import B
 from tests.forges.test_gitlab_bot import gl as gl  # noqa: F401  (the fixture)
 from tests.forges.test_gitlab_bot import run as gitlab_run
 from tests.forges.test_gitlab_bot import summary as gitlab_summary
-from tests.record.seed import record
+from tests.record.seed import write_reviews
 
 
 @pytest.fixture
@@ -71,15 +71,6 @@ def held_slots(url: str) -> int:
         store.close()
 
 
-def seed(url: str, repository: str, n: int, *, at: datetime | None = None, cost: float = 0.05) -> None:
-    store = Store(parse_record_url(url))
-    try:
-        for _ in range(n):
-            store.write(record(at or datetime.now(UTC), repository=repository, review_kwargs={"cost": cost}))
-    finally:
-        store.close()
-
-
 def gitlab_repository(gl: FakeGitLab) -> str:  # noqa: F811
     """The repository as a review of the fake GitLab's merge request names it (host, port and path)."""
     return gl.url.split("://", 1)[1] + "/acme/widgets"
@@ -101,7 +92,7 @@ def test_the_review_past_the_repository_cap_is_refused_and_withdraws_the_approva
     store_url: str,
 ) -> None:
     caps = limits(tmp_path, reviews_per_day_per_repository=2)
-    seed(store_url, gitlab_repository(gl), 1)  # one review of this repository earlier today
+    write_reviews(store_url, gitlab_repository(gl), 1)  # one review of this repository earlier today
     code, _, err = gitlab_run(gl, monkeypatch, [B], "--publish", *caps)
     assert code == 0, err
     assert gl.approvals(1, 7) == ["project_1_bot"]  # the second review of the day: approved
@@ -139,7 +130,7 @@ def test_a_refused_review_exits_0_under_the_default_fail_on(
     tmp_path: Path,
     store_url: str,
 ) -> None:
-    seed(store_url, gitlab_repository(gl), 3)
+    write_reviews(store_url, gitlab_repository(gl), 3)
     code, out, err = gitlab_run(
         gl, monkeypatch, [B], "--publish", *limits(tmp_path, reviews_per_day_per_repository=3), "--format", "json",
         "--fail-on", "requested_changes",
@@ -157,7 +148,7 @@ def test_the_spend_cap_counts_the_recorded_cost(
     tmp_path: Path,
     store_url: str,
 ) -> None:
-    seed(store_url, gitlab_repository(gl), 2, cost=0.75)  # $1.50 spent today; reviews alone are far from a cap
+    write_reviews(store_url, gitlab_repository(gl), 2, cost=0.75)  # $1.50 spent today; reviews alone are far from a cap
     caps = limits(tmp_path, reviews_per_day_per_repository=100, spend_per_day_per_repository_usd=1.5)
     code, out, err = gitlab_run(gl, monkeypatch, [B], "--publish", *caps, "--format", "json")
     assert code == 0, err
@@ -177,8 +168,8 @@ def test_the_global_cap_counts_every_repository(
     tmp_path: Path,
     store_url: str,
 ) -> None:
-    seed(store_url, "gitlab.example.com/shop/api", 2)
-    seed(store_url, "github.com/acme/other", 1)
+    write_reviews(store_url, "gitlab.example.com/shop/api", 2)
+    write_reviews(store_url, "github.com/acme/other", 1)
     caps = limits(tmp_path, reviews_per_day=3, reviews_per_day_per_repository=10)
     code, out, err = gitlab_run(gl, monkeypatch, [B], "--publish", *caps, "--format", "json")
     assert code == 0, err
@@ -194,7 +185,7 @@ def test_reviews_of_an_earlier_utc_day_do_not_count(
     store_url: str,
 ) -> None:
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    seed(store_url, gitlab_repository(gl), 5, at=today - timedelta(seconds=1))  # 23:59:59 UTC yesterday
+    write_reviews(store_url, gitlab_repository(gl), 5, at=today - timedelta(seconds=1))  # 23:59:59 UTC yesterday
     code, out, err = gitlab_run(
         gl, monkeypatch, [B], "--publish", *limits(tmp_path, reviews_per_day_per_repository=5), "--format", "json"
     )
@@ -210,7 +201,7 @@ def test_a_dry_run_says_what_the_cap_would_do_and_refuses_nothing(
     tmp_path: Path,
     store_url: str,
 ) -> None:
-    seed(store_url, gitlab_repository(gl), 1)
+    write_reviews(store_url, gitlab_repository(gl), 1)
     code, out, err = gitlab_run(
         gl, monkeypatch, [B], *limits(tmp_path, reviews_per_day_per_repository=1), "--dry-run", "--format", "json"
     )
@@ -310,7 +301,7 @@ async def test_a_service_job_over_the_cap_publishes_not_reviewed_and_says_so_in_
     from codejury.service.webhooks import ReviewRequest
     from codejury.testing.scripted import Final, Raw, ScriptedResolver
 
-    seed(store_url, gitlab_repository(gl), 4, cost=1.0)
+    write_reviews(store_url, gitlab_repository(gl), 4, cost=1.0)
     config = tmp_path / "service.toml"
     config.write_text("analyzers = false\n[limits]\nspend_per_day_usd = 4.0\n")
     env = {"CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN, "CODEJURY_GITLAB_URL": gl.url}

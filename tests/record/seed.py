@@ -8,6 +8,8 @@ from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport, Usage
 from codejury.record.model import ReviewRecord, record_from_review
+from codejury.record.store import Store
+from codejury.record.target import parse_record_url
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -121,3 +123,13 @@ def record(at: datetime = T0, *, review_kwargs: dict[str, Any] | None = None, **
 
 def hours(n: float) -> timedelta:
     return timedelta(hours=n)
+
+
+def write_reviews(url: str, repository: str, n: int, *, at: datetime | None = None, cost: float = 0.05) -> None:
+    """``n`` reviews of ``repository`` (at ``at``, now by default; each costing ``cost``) written to store ``url``."""
+    store = Store(parse_record_url(url))
+    try:
+        for _ in range(n):
+            store.write(record(at or datetime.now(UTC), repository=repository, review_kwargs={"cost": cost}))
+    finally:
+        store.close()

@@ -34,9 +34,9 @@ from codejury.testing.github import FakeGitHub
 from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Fail, Final, Raw, ScriptedResolver, ToolCall
+from tests.record.seed import write_reviews
 from tests.service.helpers import GITHUB_SECRET, GITLAB_TOKEN, NEW, OLD, github_delivery
 from tests.service.test_local_reviews import FINDING, gitlab_summaries, options, serving, until
-from tests.test_daily_caps import seed
 
 ROOT = Path(__file__).resolve().parents[2]
 MR_URL = "{base}/acme/widgets/-/merge_requests/7"
@@ -183,7 +183,7 @@ async def test_an_ask_once_a_daily_cap_is_reached_is_refused_before_any_model_is
     caps = tmp_path / "caps.toml"
     caps.write_text("[limits]\nreviews_per_day = 1\n", encoding="utf-8")
     opts = replace(gitlab_options(tmp_path, gl), config_file=caps)
-    seed(opts.env["CODEJURY_RECORD_URL"], "acme/elsewhere", 1)  # today's one review, of another repository
+    write_reviews(opts.env["CODEJURY_RECORD_URL"], "acme/elsewhere", 1)  # today's one review, of another repository
     reply = await ask_once(gl, opts)
     assert reply["body"].startswith(REFUSED.format(reason="the daily review cap is reached (1 of 1 on ")[:-1])
     assert resolver.models["coordinator"].prompts == []

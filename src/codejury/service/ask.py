@@ -30,6 +30,7 @@ from codejury.render import counted
 
 if TYPE_CHECKING:
     from codejury.change.types import ChangeSet
+    from codejury.config import Settings
     from codejury.findings import Usage
     from codejury.plugins import Plugins
     from codejury.service.chat import ChatCommand
@@ -186,7 +187,7 @@ async def answer_question(
     return Asked(_reply(command, output, already_lighthearted), answered_by, usage, answered=True)
 
 
-async def _cap_reached(settings: Any, repository: str, say: Callable[[str], None]) -> str | None:
+async def _cap_reached(settings: Settings, repository: str, say: Callable[[str], None]) -> str | None:
     """The refusal of a daily cap of ``[limits]`` already reached today, counted as a review's admission counts
     (without reserving a slot: an ask is not a review); None while every cap leaves room or when the store
     cannot be counted (the ask runs, as a review would, with one line)."""
