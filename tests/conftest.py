@@ -30,14 +30,15 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (make test), the tests on the embedded model start first, dealt in turn to as many workers
     as there are CPUs (each holds a CPU of its own for them, below), so that the longest do not queue behind each
     other on one worker while the other CPU runs out of work at the end.
 
-    xdist's ``load`` scheduling hands each worker a first chunk of ``len(items) // workers // 4`` consecutive
-    tests, so the N-th share of embedded tests goes at the start of the N-th chunk. Every worker computes the same
-    order."""
+    The N-th share of embedded tests goes at the start of the N-th block of tests the scheduler first hands out:
+    ``worksteal`` (make test) splits the tests into one block per worker, and an idle worker later takes the
+    second half of another's queue, never its first tests; ``load`` hands each worker a first chunk of
+    ``len(items) // workers // 4``. Every worker computes the same order."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     embedded: list[pytest.Item] = []
     rest: list[pytest.Item] = []
@@ -48,7 +49,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slots = min(workers, len(os.sched_getaffinity(0)))
     dealt = [embedded[slot::slots] for slot in range(slots)]
     others = iter(rest)
-    chunk = max(2, len(items) // workers // 4)
+    per_worker = len(items) // workers
+    chunk = per_worker if config.getoption("dist", "load") == "worksteal" else max(2, per_worker // 4)
     ordered: list[pytest.Item] = []
     for mine in dealt:
         ordered += mine + [item for _, item in zip(range(chunk - len(mine)), others, strict=False)]
