@@ -220,17 +220,33 @@ def test_fail_on_choices_are_the_config_ones() -> None:
     assert cli_module.FAIL_ON_CHOICES == FAIL_ON_CHOICES
 
 
-@pytest.mark.parametrize("args", [["--help"], ["review", "--help"]])
-def test_help_imports_no_provider_sdk_nor_the_pipeline(args: list[str]) -> None:
+def heavy_modules_after(args: list[str], heavy: tuple[str, ...]) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``codejury ARGS`` in a fresh interpreter: the run, and the exit code then those of ``heavy`` it imported."""
     probe = (
-        "import sys\nfrom codejury.cli import cli\n"
-        f"try:\n    cli.main({args!r})\nexcept SystemExit:\n    pass\n"
-        "heavy = ('openai', 'anthropic', 'pydantic_ai', 'pydantic', 'codejury.pipeline', 'rich', 'asyncio')\n"
-        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+        "import sys\nfrom codejury.cli import cli\ncode = 0\n"
+        f"try:\n    cli.main({args!r})\nexcept SystemExit as exc:\n    code = exc.code\n"
+        f"print(code, sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    *_, last = done.stderr.splitlines() or [""]
+    return done, last
+
+
+@pytest.mark.parametrize("args", [["--help"], ["review", "--help"]])
+def test_help_imports_no_provider_sdk_nor_the_pipeline(args: list[str]) -> None:
+    heavy = ("openai", "anthropic", "pydantic_ai", "pydantic", "codejury.pipeline", "rich", "asyncio")
+    done, loaded = heavy_modules_after(args, heavy)
     assert "Usage:" in done.stdout and "Exit codes:" in done.stdout or args == ["--help"]
-    assert done.stderr.strip() == "[]", done.stderr
+    assert loaded == "0 []", done.stderr
+
+
+@pytest.mark.parametrize("args", [["--url", ""], ["--plugin", ".relative"], ["--repo", "/no/such/checkout"]])
+def test_a_bad_flag_is_refused_before_the_model_layer_is_imported(args: list[str]) -> None:
+    heavy = ("openai", "anthropic", "pydantic_ai", "codejury.session", "codejury.pipeline")
+    done, loaded = heavy_modules_after(["review", "--dry-run", *args], heavy)
+    assert loaded == "2 []", done.stderr
+    [error, _] = done.stderr.splitlines()  # the refusal in one line, then the probe's own line
+    assert error.startswith("codejury: ")
 
 
 def test_an_unexpected_exception_exits_5_with_one_line(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

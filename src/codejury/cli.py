@@ -36,7 +36,7 @@ from codejury.service.commands import serve_command, worker_command
 from codejury.stats_command import stats_command
 
 if TYPE_CHECKING:
-    from codejury.session import ReviewFlags
+    from codejury.flags import ReviewFlags
 
 FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
 """``config.FAIL_ON_CHOICES``, repeated so that ``--help`` need not import the config model (a test checks)."""
@@ -235,8 +235,8 @@ def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, a diff file, or a merge request."""
     import asyncio
 
+    from codejury.flags import ReviewFlags
     from codejury.forges.errors import ForgeUnavailable
-    from codejury.session import ReviewFlags
 
     env = dict(os.environ)
     try:
