@@ -130,12 +130,14 @@ def test_lite_review_of_a_branch_by_a_panel_sharing_the_prompt_cache(tmp_path: P
     repo = lite_branch(tmp_path)
     # weak_panel = "panel": one call per reviewer, one after another on one slot, prompts ordered
     # [rules][change][focus]: every reviewer after the first finds the shared part in llama.cpp's cache
-    # and pays only for its own. (Grounding checks, "NAME:check", have their own prefix.)
+    # and pays only for its own. No grounding checks here (verify = "off"): they have a prefix of their own,
+    # and the lite review above runs them on the embedded model.
     config = tmp_path / "panel.toml"
-    config.write_text('weak_panel = "panel"\n', encoding="utf-8")
+    config.write_text('weak_panel = "panel"\nverify = "off"\n', encoding="utf-8")
     review, _ = run_codejury("--config", str(config), cwd=repo)
     assert review["tier"] == "lite"
     assert {"code_quality", "documentation"} <= {r["name"] for r in review["reviewers"]}
+    assert not [r for r in review["reviewers"] if r["name"].endswith(":check")]
     assert_user_contract(review, git(repo, "diff", "main...feature"))
     first, *later = [r for r in review["reviewers"] if r["status"] == "ok" and ":" not in r["name"]]
     assert later, review["reviewers"]

@@ -457,11 +457,13 @@ def test_the_naive_baseline_is_scored_the_same_way_in_a_second_column(
 @pytest.mark.embedded
 def test_the_naive_baseline_runs_beside_the_panel_on_the_embedded_model(tmp_path: Path) -> None:
     pytest.importorskip("xllamacpp", reason="the embedded model needs the 'local' extra")
-    # No provider configured: both the panel and the baseline run on the embedded model.
+    # No provider configured: both the panel and the baseline run on the embedded model, on the smallest
+    # case of this file's dataset (the bundled golden set through --builtin: the test below).
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEJURY_")}
+    dataset = write_dataset(tmp_path / "set")
     report = tmp_path / "eval.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "codejury.cli", "eval", "--builtin", "--baseline", "naive", "--limit", "1"]
+        [sys.executable, "-m", "codejury.cli", "eval", str(dataset), "--baseline", "naive", "--limit", "1"]
         + ["--no-cache", "--json", str(report), "--jobs", "2"],
         cwd=tmp_path,
         env=env,
@@ -486,6 +488,25 @@ def test_the_naive_baseline_runs_beside_the_panel_on_the_embedded_model(tmp_path
     else:
         assert "token limit" in naive["error"] and "\n" not in naive["error"]
     assert doc["cases"][0]["id"] == doc["baseline"]["cases"][0]["id"]
+
+
+def test_builtin_reviews_the_bundled_golden_set(tmp_path: Path, server: FakeProviderServer, config: Path) -> None:
+    from codejury.eval.dataset import load_cases
+    from codejury.eval.runner import builtin_dataset
+
+    first = load_cases(builtin_dataset())[0]
+    report = tmp_path / "eval.json"
+    result = run_eval(tmp_path, "--builtin", "--config", str(config), "--limit", "1", "--json", str(report))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(report.read_text())
+    [case] = doc["cases"]
+    assert (case["id"], case["error"]) == (first.id, None)
+    assert case["expected"] == len(first.expected) > 0
+    assert doc["overall"]["cases"] == 1
+    # The scripted reviewers answered with findings on this file's dataset: the golden case's patch was
+    # what they were asked about.
+    asked = [r for r in server.requests if r.model != "big"]
+    assert asked and all(first.expected[0].path in json.dumps(r.body) for r in asked)
 
 
 def test_a_case_that_raises_is_a_failed_case_in_one_line_and_the_others_score(
