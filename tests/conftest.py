@@ -6,7 +6,7 @@ import fcntl
 import os
 import socket
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     dealt = [embedded[slot::slots] for slot in range(slots)]
     others = iter(rest)
     per_worker = len(items) // workers
-    chunk = per_worker if config.getoption("dist", "load") == "worksteal" else max(2, per_worker // 4)
+    chunk = per_worker if _scheduling(config) == "worksteal" else max(2, per_worker // 4)
     ordered: list[pytest.Item] = []
     for mine in dealt:
         ordered += mine + [item for _, item in zip(range(chunk - len(mine)), others, strict=False)]
     items[:] = ordered + list(others)
+
+
+def _scheduling(config: pytest.Config) -> str:
+    """The ``--dist`` mode the run was started with: a worker sees it only in the command line (xdist resets the
+    option there to ``no``)."""
+    args = list(config.invocation_params.args)
+    for at, arg in enumerate(args):
+        if arg.startswith("--dist="):
+            return arg.removeprefix("--dist=")
+        if arg == "--dist" and at + 1 < len(args):
+            return args[at + 1]
+    return "load"
+
+
+EMBEDDED_PRIORITY = 3
+"""How much nicer than the other workers' tests a test on the embedded model runs, where the system allows it
+(as root: a lower nice value needs the privilege): the longest tests of the suite, on one CPU each, are
+then not what the run waits for at its end."""
 
 
 def _hold_a_cpu(shared: Path, cpus: list[int], held: ExitStack) -> int:
@@ -90,9 +108,13 @@ def _one_core_for_the_embedded_model(
     with ExitStack() as held:
         cpu = _hold_a_cpu(shared, sorted(allowed), held)
         os.sched_setaffinity(0, {cpu})
+        nice = os.getpriority(os.PRIO_PROCESS, 0)
+        with suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, nice - EMBEDDED_PRIORITY)
         try:
             yield
         finally:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
             os.sched_setaffinity(0, allowed)
 
 
