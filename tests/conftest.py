@@ -57,16 +57,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = ordered + list(others)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller tells each worker its ``--dist`` mode (xdist resets the option to ``no`` there)."""
+    node.workerinput["codejury_dist"] = node.config.getoption("dist")
+
+
 def _scheduling(config: pytest.Config) -> str:
-    """The ``--dist`` mode the run was started with: a worker sees it only in the command line (xdist resets the
-    option there to ``no``)."""
-    args = list(config.invocation_params.args)
-    for at, arg in enumerate(args):
-        if arg.startswith("--dist="):
-            return arg.removeprefix("--dist=")
-        if arg == "--dist" and at + 1 < len(args):
-            return args[at + 1]
-    return "load"
+    """The ``--dist`` mode of the run this worker belongs to."""
+    return str(getattr(config, "workerinput", {}).get("codejury_dist", "load"))
 
 
 EMBEDDED_PRIORITY = 3
