@@ -13,14 +13,15 @@ from codejury.change.diffparse import parse_diff
 from codejury.repocontext import RepoContext
 from codejury.repocontext.context import CHARS_PER_TOKEN
 
-DIFF = b"""diff --git a/shop/cart.py b/shop/cart.py
+CART_DIFF = b"""diff --git a/shop/cart.py b/shop/cart.py
 --- a/shop/cart.py
 +++ b/shop/cart.py
 @@ -8,2 +8,2 @@ class Cart:
      def total(self):
 -        return sum(unit_price(i) for i in self.items)
-+        return sum(unit_price(i) * 1 for i in self.items)
++        return sum(%s for i in self.items)
 """
+DIFF = CART_DIFF % b"unit_price(i) * 1"
 
 
 def _head(repo: Path) -> None:
@@ -132,3 +133,65 @@ new file mode 100644
 """
     section = RepoContext(repo, use_cache=False).related_section(parse_diff(diff), 600, 100_000)
     assert "definition of parseHttpRequest (function parseHttpRequest) in web/api.ts" in section
+
+
+def test_a_definition_the_patch_already_shows_is_not_repeated_nor_another_of_its_name(repo: Path) -> None:
+    (repo / "shop/legacy.py").write_text("def charge_card(amount):\n    return 0\n", encoding="utf-8")
+    checkout = repo / "shop/checkout.py"
+    checkout.write_text(checkout.read_text().replace("return charge_card(amount)", "return charge_card(amount) or 0.0"))
+    diff = b"""diff --git a/shop/checkout.py b/shop/checkout.py
+--- a/shop/checkout.py
++++ b/shop/checkout.py
+@@ -4,7 +4,7 @@
+ def checkout(cart: Cart) -> float:
+     amount = cart.total()
+-    return charge_card(amount)
++    return charge_card(amount) or 0.0
+%b
+%b
+ def charge_card(amount):
+     return round(amount, 2)
+""" % (b" ", b" ")
+    # charge_card's two lines are the patch's last context lines: the model reads them there, once, and the
+    # other module's charge_card is not the one this line calls.
+    assert "charge_card" not in RepoContext(repo, use_cache=False).related_section(parse_diff(diff), 600, 100_000)
+
+
+def test_a_name_used_through_a_package_is_that_packages_definition_or_none(repo: Path) -> None:
+    # Another unit_price, in another module of the same package: not the one `prices.unit_price` calls.
+    (repo / "shop/legacy.py").write_text("def unit_price(item):\n    return 0\n", encoding="utf-8")
+    (repo / "shop/rates.py").write_text("unit_price = lambda item: item.net\n", encoding="utf-8")
+    cart = repo / "shop/cart.py"
+    cart.write_text(cart.read_text().replace("sum(unit_price(i)", "sum(prices.unit_price(i)"), encoding="utf-8")
+    context = RepoContext(repo, use_cache=False)
+    section = context.related_section(parse_diff(CART_DIFF % b"prices.unit_price(i)"), 600, 100_000)
+    assert "definition of unit_price (function unit_price) in shop/prices.py" in section
+    assert "shop/legacy.py" not in section
+    # `rates.unit_price` is a lambda the index does not hold as a definition: no other module's unit_price instead.
+    cart.write_text(cart.read_text().replace("prices.unit_price", "rates.unit_price"), encoding="utf-8")
+    section = RepoContext(repo, use_cache=False).related_section(
+        parse_diff(CART_DIFF % b"rates.unit_price(i)"), 600, 100_000
+    )
+    assert "definition of unit_price" not in section
+
+
+def test_a_name_the_change_defines_is_not_looked_up_elsewhere(repo: Path) -> None:
+    cart = repo / "shop/cart.py"
+    text = cart.read_text().replace("class Cart:", "unit_price = lambda item: item.net\n\n\nclass Cart:")
+    cart.write_text(text, encoding="utf-8")
+    diff = (
+        b"""diff --git a/shop/cart.py b/shop/cart.py
+--- a/shop/cart.py
++++ b/shop/cart.py
+@@ -3,2 +3,5 @@
+%b
++unit_price = lambda item: item.net
++
++
+ class Cart:
+"""
+        % b" "
+    )
+    # The change's own unit_price (a lambda the index holds as no definition) is not shop/prices.py's.
+    section = RepoContext(repo, use_cache=False).related_section(parse_diff(diff), 600, 100_000)
+    assert "unit_price" not in section

@@ -9,6 +9,14 @@ TypeScript method ``open`` (a file of a language the index does not chunk, such 
 may use a definition of any). A line that imports a name is not a call of it: a caller is shown at its
 first other line that names it (an added import line still names what the change uses).
 
+A name the added lines define or assign (``def f``, ``func (r T) F``, ``F = ...``), or one whose
+definition starts on a line the patch shows, has its definition in the patch: no definition of that
+name elsewhere is shown. A name the added lines use only through a
+package or module of the repository (``envconfig.ContextLength()``, ``prices.unit_price(...)``) is
+looked up in that package only: a function of the same name elsewhere is another function, and when
+the package's own definition is one the index does not hold (a Go ``var``), nothing is shown rather
+than the wrong one. A piece whose lines the patch already shows is left out: the prompt has them once.
+
 Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to its first
 lines or left out, so the section never grows past its budget. The section is built
 once per review and is the same for every reviewer, so the embedded model's prompt prefix stays
@@ -39,6 +47,15 @@ CALLER_CONTEXT = 2
 _MAX_NAMES = 40
 _MAX_CALLERS = 3
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_QUALIFIER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.|::|->)\s*$")
+"""The name before ``.``, ``::`` or ``->`` that qualifies the identifier after it (``db.get_customer``)."""
+_DEFINES = re.compile(
+    r"\b(?:def|func|function|fn|class|struct|interface|trait|enum|type)\s+(?:\([^)]*\)\s*)?([A-Za-z_][A-Za-z0-9_]*)"
+    r"|^\s*(?:(?:export|const|let|var|val|pub|static|final)\s+)*([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|(?::[^=]*)?=(?!=))"
+)
+"""A line that defines or assigns a name (``def f``, ``func (r T) f``, ``class C``, ``x = ...``, ``x := ...``)."""
+_QUALIFIER_WINDOW = 100
+"""How far before an identifier its qualifier is looked for (a minified line must not cost quadratic time)."""
 _IMPORT = re.compile(r"^\s*(?:import|from|use|using|require|#\s*include)\b|^\s*export\b.*\bfrom\b")
 """A line that imports or includes names (Python, JavaScript/TypeScript, Go, Java, Rust, C#, PHP, Ruby, C/C++)."""
 _FAMILY = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
@@ -64,6 +81,11 @@ class Piece:
             body.append(f"      … ({self.more} more lines)")
         return "\n".join(body)
 
+    def shown_in(self, shown: dict[str, set[int]]) -> bool:
+        """Whether the patch already shows every line of this piece (``shown``: the new-side lines per path)."""
+        here = shown.get(self.path, set())
+        return not self.more and all(n in here for n, _ in self.lines)
+
     def shortened(self) -> Piece | None:
         if len(self.lines) <= SHORT_LINES:
             return None
@@ -85,12 +107,9 @@ def _used_names(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
     others: list[tuple[str, str | None]] = []
     for fc in files:
         family = _family(fc.path)
-        for hunk in fc.hunks:
-            for line in hunk.lines:
-                if line.kind != "+":  # an import line too: the names it brings in are the ones the change uses
-                    continue
-                calls += [(name, family) for name in _CALL.findall(line.text)]
-                others += [(name, family) for name in IDENTIFIER.findall(line.text)]
+        for text in _added_texts(fc):  # an import line too: the names it brings in are the ones the change uses
+            calls += [(name, family) for name in _CALL.findall(text)]
+            others += [(name, family) for name in IDENTIFIER.findall(text)]
     used: dict[str, set[str | None]] = {}
     for name, family in calls + others:
         if name.lower() in STOP_WORDS or len(name) <= 2:
@@ -100,6 +119,41 @@ def _used_names(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
         elif len(used) < _MAX_NAMES:
             used[name] = {family}
     return used
+
+
+def _added_texts(fc: FileChange) -> list[str]:
+    return [line.text for hunk in fc.hunks for line in hunk.lines if line.kind == "+"]
+
+
+def _defined_by(files: Sequence[FileChange]) -> set[str]:
+    """The names the added lines define or assign: the patch shows their definition."""
+    return {m.group(1) or m.group(2) for fc in files for text in _added_texts(fc) for m in _DEFINES.finditer(text)}
+
+
+def _qualifiers(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
+    """For each identifier on the added lines, the names that qualify it there (None: used unqualified)."""
+    out: dict[str, set[str | None]] = {}
+    for fc in files:
+        for text in _added_texts(fc):
+            for m in IDENTIFIER.finditer(text):
+                q = _QUALIFIER.search(text[max(0, m.start() - _QUALIFIER_WINDOW) : m.start()])  # linear on a long line
+                out.setdefault(m.group(), set()).add(q.group(1) if q else None)
+    return out
+
+
+def _package_names(index: RepoIndex) -> set[str]:
+    """The directory names and file stems of the indexed files: what a qualifier names when it is a package."""
+    names: set[str] = set()
+    for path in index.paths:
+        parts = PurePosixPath(path).parts
+        names.update(parts[:-1])
+        names.add(PurePosixPath(path).stem)
+    return names
+
+
+def _in_package(path: str, packages: set[str]) -> bool:
+    pure = PurePosixPath(path)
+    return pure.stem in packages or any(part in packages for part in pure.parts[:-1])
 
 
 def _closeness(a: str, b: str) -> int:
@@ -123,10 +177,17 @@ class _Lines:
         return self.cache[path]
 
 
-def _definition_pieces(index: RepoIndex, files: Sequence[FileChange], changed: set[int], lines: _Lines) -> list[Piece]:
+def _definition_pieces(
+    index: RepoIndex, files: Sequence[FileChange], changed: set[int], lines: _Lines, shown: dict[str, set[int]]
+) -> list[Piece]:
     pieces: list[Piece] = []
     paths = [fc.path for fc in files]
+    qualifiers = _qualifiers(files)
+    packages: set[str] | None = None
+    own = _defined_by(files)
     for name, families in _used_names(files).items():
+        if name in own:  # the change defines it: another definition of that name elsewhere is another thing
+            continue
         # A file of a language the index does not chunk (a template, a Svelte or Vue component) may call any.
         anywhere = None in families
         candidates = [
@@ -134,8 +195,14 @@ def _definition_pieces(index: RepoIndex, files: Sequence[FileChange], changed: s
             for cid in index.definitions(name)
             if cid not in changed and (anywhere or _family(index.path_of(cid)) in families)
         ]
-        if not candidates:
-            continue
+        named_by = qualifiers.get(name, {None})
+        if candidates and None not in named_by:
+            packages = _package_names(index) if packages is None else packages
+            wanted = {q for q in named_by if q is not None}
+            if wanted <= packages:  # only ever package.name: that package's definition, or none
+                candidates = [c for c in candidates if _in_package(index.path_of(c), wanted)]
+        if not candidates or any(index.chunks[c].start in shown.get(index.path_of(c), ()) for c in candidates):
+            continue  # none, or one whose first line the patch shows: the model reads that definition there
         near = paths[0] if paths else ""
         cid = max(candidates, key=lambda c: (index.path_of(c) not in paths, _closeness(index.path_of(c), near), -c))
         chunk, path = index.chunks[cid], index.path_of(cid)
@@ -143,9 +210,9 @@ def _definition_pieces(index: RepoIndex, files: Sequence[FileChange], changed: s
         if text is None:
             continue
         end = min(chunk.end, len(text), chunk.start + DEFINITION_LINES - 1)
-        shown = [(n, text[n - 1]) for n in range(chunk.start, end + 1)]
+        numbered = [(n, text[n - 1]) for n in range(chunk.start, end + 1)]
         more = max(0, min(chunk.end, len(text)) - end)
-        pieces.append(Piece(f"definition of {name} ({chunk.kind} {chunk.name}) in {path}", path, shown, more))
+        pieces.append(Piece(f"definition of {name} ({chunk.kind} {chunk.name}) in {path}", path, numbered, more))
     return pieces
 
 
@@ -202,8 +269,11 @@ def related_code(index: RepoIndex, files: Sequence[FileChange], budget_chars: in
             if cid is not None:
                 changed.add(cid)
     lines = _Lines(index)
-    definitions = _definition_pieces(index, [f for f in files if f.status != "deleted"], changed, lines)
+    shown = {fc.path: {ln.new_no for h in fc.hunks for ln in h.lines if ln.new_no is not None} for fc in files}
+    definitions = _definition_pieces(index, [f for f in files if f.status != "deleted"], changed, lines, shown)
     callers = _caller_pieces(index, changed, lines)
+    definitions = [p for p in definitions if not p.shown_in(shown)]
+    callers = [p for p in callers if not p.shown_in(shown)]
     ordered: list[Piece] = []
     for pair in zip(definitions, callers, strict=False):
         ordered += pair
