@@ -12,7 +12,7 @@ first other line that names it (an added import line still names what the change
 A name the added lines define or assign (``def f``, ``func (r T) F``, ``F = ...``), or one whose
 definition starts on a line the patch shows, has its definition in the patch: no definition of that
 name elsewhere is shown. A name the added lines use only through a
-package or module of the repository (``envconfig.ContextLength()``, ``prices.unit_price(...)``) is
+package or module of the repository (``settings.timeout()``, ``prices.unit_price(...)``) is
 looked up in that package only: a function of the same name elsewhere is another function, and when
 the package's own definition is one the index does not hold (a Go ``var``), nothing is shown rather
 than the wrong one. A piece whose lines the patch already shows is left out: the prompt has them once.
@@ -26,7 +26,7 @@ shared up to the reviewer's own focus.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -81,9 +81,9 @@ class Piece:
             body.append(f"      … ({self.more} more lines)")
         return "\n".join(body)
 
-    def shown_in(self, shown: dict[str, set[int]]) -> bool:
+    def shown_in(self, shown: Mapping[str, frozenset[int]]) -> bool:
         """Whether the patch already shows every line of this piece (``shown``: the new-side lines per path)."""
-        here = shown.get(self.path, set())
+        here = shown.get(self.path, frozenset())
         return not self.more and all(n in here for n, _ in self.lines)
 
     def shortened(self) -> Piece | None:
@@ -178,7 +178,7 @@ class _Lines:
 
 
 def _definition_pieces(
-    index: RepoIndex, files: Sequence[FileChange], changed: set[int], lines: _Lines, shown: dict[str, set[int]]
+    index: RepoIndex, files: Sequence[FileChange], changed: set[int], lines: _Lines, shown: Mapping[str, frozenset[int]]
 ) -> list[Piece]:
     pieces: list[Piece] = []
     paths = [fc.path for fc in files]
@@ -269,11 +269,10 @@ def related_code(index: RepoIndex, files: Sequence[FileChange], budget_chars: in
             if cid is not None:
                 changed.add(cid)
     lines = _Lines(index)
-    shown = {fc.path: {ln.new_no for h in fc.hunks for ln in h.lines if ln.new_no is not None} for fc in files}
+    shown = {fc.path: fc.new_side_lines for fc in files}
+    # A definition whose first line the patch shows is never picked (``_definition_pieces``); a caller may be.
     definitions = _definition_pieces(index, [f for f in files if f.status != "deleted"], changed, lines, shown)
-    callers = _caller_pieces(index, changed, lines)
-    definitions = [p for p in definitions if not p.shown_in(shown)]
-    callers = [p for p in callers if not p.shown_in(shown)]
+    callers = [p for p in _caller_pieces(index, changed, lines) if not p.shown_in(shown)]
     ordered: list[Piece] = []
     for pair in zip(definitions, callers, strict=False):
         ordered += pair
