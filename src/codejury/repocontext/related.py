@@ -26,7 +26,8 @@ shared up to the reviewer's own focus.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -46,16 +47,19 @@ SHORT_LINES = 5
 CALLER_CONTEXT = 2
 _MAX_NAMES = 40
 _MAX_CALLERS = 3
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_QUALIFIER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.|::|->)\s*$")
-"""The name before ``.``, ``::`` or ``->`` that qualifies the identifier after it (``db.get_customer``)."""
+# The added lines of a file are scanned joined by newlines, each pattern once over the whole text (a 5 MB file is
+# one regex pass, not a Python loop per identifier): no pattern crosses a line break ([^\S\n] is a blank).
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\(")
+_QUALIFIED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*(?:\.|::|->)[^\S\n]*(?=([A-Za-z_][A-Za-z0-9_]+))")
+"""A name before ``.``, ``::`` or ``->`` and the identifier it qualifies there (``db.get_customer``)."""
 _DEFINES = re.compile(
-    r"\b(?:def|func|function|fn|class|struct|interface|trait|enum|type)\s+(?:\([^)]*\)\s*)?([A-Za-z_][A-Za-z0-9_]*)"
-    r"|^\s*(?:(?:export|const|let|var|val|pub|static|final)\s+)*([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|(?::[^=]*)?=(?!=))"
+    r"\b(?:def|func|function|fn|class|struct|interface|trait|enum|type)[^\S\n]+(?:\([^)\n]*\)[^\S\n]*)?"
+    r"([A-Za-z_][A-Za-z0-9_]*)"
+    r"|^[^\S\n]*(?:(?:export|const|let|var|val|pub|static|final)[^\S\n]+)*([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*"
+    r"(?::=|(?::[^=\n]*)?=(?!=))",
+    re.MULTILINE,
 )
 """A line that defines or assigns a name (``def f``, ``func (r T) f``, ``class C``, ``x = ...``, ``x := ...``)."""
-_QUALIFIER_WINDOW = 100
-"""How far before an identifier its qualifier is looked for (a minified line must not cost quadratic time)."""
 _IMPORT = re.compile(r"^\s*(?:import|from|use|using|require|#\s*include)\b|^\s*export\b.*\bfrom\b")
 """A line that imports or includes names (Python, JavaScript/TypeScript, Go, Java, Rust, C#, PHP, Ruby, C/C++)."""
 _FAMILY = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
@@ -100,45 +104,62 @@ def _changed_lines(fc: FileChange) -> set[int]:
     return touched
 
 
-def _used_names(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
+@dataclass(frozen=True)
+class _Added:
+    """The added lines of one changed file joined by newlines, the identifiers on them in order, and the file's
+    language family."""
+
+    family: str | None
+    text: str
+    identifiers: list[str]
+
+
+def _added(files: Sequence[FileChange]) -> list[_Added]:
+    added = []
+    for fc in files:
+        # An import line too: the names it brings in are the ones the change uses.
+        text = "\n".join(line.text for hunk in fc.hunks for line in hunk.lines if line.kind == "+")
+        added.append(_Added(_family(fc.path), text, IDENTIFIER.findall(text)))
+    return added
+
+
+def _used_names(added: Sequence[_Added]) -> dict[str, set[str | None]]:
     """Names on the added lines, called names first, in order of appearance, without keywords, each with the
     language families of the files whose added lines use it."""
-    calls: list[tuple[str, str | None]] = []
-    others: list[tuple[str, str | None]] = []
-    for fc in files:
-        family = _family(fc.path)
-        for text in _added_texts(fc):  # an import line too: the names it brings in are the ones the change uses
-            calls += [(name, family) for name in _CALL.findall(text)]
-            others += [(name, family) for name in IDENTIFIER.findall(text)]
+    # dict.fromkeys: each file's names once, in order of first appearance.
+    calls = [(dict.fromkeys(_CALL.findall(a.text)), a.family) for a in added]
+    others = [(dict.fromkeys(a.identifiers), a.family) for a in added]
     used: dict[str, set[str | None]] = {}
-    for name, family in calls + others:
-        if name.lower() in STOP_WORDS or len(name) <= 2:
-            continue
-        if name in used:
-            used[name].add(family)
-        elif len(used) < _MAX_NAMES:
-            used[name] = {family}
+    for names, family in calls + others:
+        for name in names:
+            if name in used:
+                used[name].add(family)
+            elif len(used) < _MAX_NAMES and len(name) > 2 and name.lower() not in STOP_WORDS:
+                used[name] = {family}
     return used
 
 
-def _added_texts(fc: FileChange) -> list[str]:
-    return [line.text for hunk in fc.hunks for line in hunk.lines if line.kind == "+"]
-
-
-def _defined_by(files: Sequence[FileChange]) -> set[str]:
+def _defined_by(added: Sequence[_Added]) -> set[str]:
     """The names the added lines define or assign: the patch shows their definition."""
-    return {m.group(1) or m.group(2) for fc in files for text in _added_texts(fc) for m in _DEFINES.finditer(text)}
+    return {m.group(1) or m.group(2) for a in added for m in _DEFINES.finditer(a.text)}
 
 
-def _qualifiers(files: Sequence[FileChange]) -> dict[str, set[str | None]]:
-    """For each identifier on the added lines, the names that qualify it there (None: used unqualified)."""
-    out: dict[str, set[str | None]] = {}
-    for fc in files:
-        for text in _added_texts(fc):
-            for m in IDENTIFIER.finditer(text):
-                q = _QUALIFIER.search(text[max(0, m.start() - _QUALIFIER_WINDOW) : m.start()])  # linear on a long line
-                out.setdefault(m.group(), set()).add(q.group(1) if q else None)
-    return out
+def _qualifiers(added: Sequence[_Added], names: Iterable[str]) -> dict[str, set[str | None]]:
+    """For each of ``names`` on the added lines, the names that qualify it there (None: used unqualified)."""
+    wanted = set(names)
+    out: dict[str, set[str | None]] = {name: set() for name in wanted}
+    uses: Counter[str] = Counter()
+    qualified: Counter[str] = Counter()
+    for a in added:
+        uses.update(a.identifiers)
+        for q, name in _QUALIFIED.findall(a.text):
+            if name in wanted:
+                out[name].add(q)
+                qualified[name] += 1
+    for name in wanted:
+        if uses[name] > qualified[name]:
+            out[name].add(None)
+    return {name: found for name, found in out.items() if uses[name]}
 
 
 def _package_names(index: RepoIndex) -> set[str]:
@@ -182,10 +203,12 @@ def _definition_pieces(
 ) -> list[Piece]:
     pieces: list[Piece] = []
     paths = [fc.path for fc in files]
-    qualifiers = _qualifiers(files)
+    added = _added(files)
+    used = _used_names(added)
+    qualifiers = _qualifiers(added, used)
     packages: set[str] | None = None
-    own = _defined_by(files)
-    for name, families in _used_names(files).items():
+    own = _defined_by(added)
+    for name, families in used.items():
         if name in own:  # the change defines it: another definition of that name elsewhere is another thing
             continue
         # A file of a language the index does not chunk (a template, a Svelte or Vue component) may call any.
