@@ -15,7 +15,7 @@ reranker from FakeProviderServer on loopback (deterministic vectors, a fixed lat
 No real embeddings model is used: the fake's vectors are hashed words, so these figures measure
 the plumbing (requests, the vector cache, the NumPy search, fusion), not retrieval quality.
 The update must embed exactly the 20 new functions again: any other count sets the exit status.
-``--smoke``: 300 files, 40 queries.
+``--smoke``: 60 files, 20 queries.
 """
 
 from __future__ import annotations
@@ -71,15 +71,15 @@ def _latency(retriever: Retriever, queries: list[str]) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, help="files to generate (default 10,000; 300 with --smoke)")
-    ap.add_argument("--queries", type=int, help="distinct queries timed per mode (default 200; 40 with --smoke)")
+    ap.add_argument("--files", type=int, help="files to generate (default 10,000; 60 with --smoke)")
+    ap.add_argument("--queries", type=int, help="distinct queries timed per mode (default 200; 20 with --smoke)")
     ap.add_argument("--dimensions", type=int, default=384, help="vector size the fake serves (default 384)")
     ap.add_argument("--embed-ms", type=float, default=20.0, help="fixed latency of one /embeddings request")
     ap.add_argument("--rerank-ms", type=float, default=50.0, help="fixed latency of one /rerank request")
     ap.add_argument("--smoke", action="store_true", help="smoke size: seconds; only a wrong update sets the status")
     args = ap.parse_args()
-    files = args.files or (300 if args.smoke else 10_000)
-    queries_n = args.queries or (40 if args.smoke else 200)
+    files = args.files or (60 if args.smoke else 10_000)
+    queries_n = args.queries or (20 if args.smoke else 200)
     if args.smoke:
         print(f"smoke size: {files} files, {queries_n} queries")
     rng = random.Random(3)
