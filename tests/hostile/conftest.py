@@ -3,6 +3,10 @@
 Every case asserts what a user (or a CI job) sees: the exit code, a one-line error naming the
 cause, no traceback, peak memory (the child's own maximum resident set) and wall time.
 Big inputs are generated at test time, never committed.
+
+Linux keeps a process's peak resident set across ``exec``: a child forked straight from a pytest worker
+that once held the embedded model (2 GB) reports at least that. So ``codejury`` is started by a small
+launcher process (``_LAUNCHER``), whose own peak is a few MB, and the launcher reports its child's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,19 @@ from pathlib import Path
 import pytest
 
 MEMORY_LIMIT_MB = 500.0
+
+_LAUNCHER = """
+import os, sys
+os.setpgrp()  # one process group: killed whole at the deadline
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, rusage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(f"{status} {rusage.ru_maxrss}")
+sys.exit(0)
+"""
+"""Runs ``ARGV[2:]`` as its own child and writes ``wait status, peak RSS in KiB`` of it to the file ARGV[1]."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +80,11 @@ def run_codejury(
     base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN")) and not k.startswith("CI")}
     full_env = {**base, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     stdin_file = stdin_path.open("rb") if stdin_path is not None else None
-    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f, tempfile.TemporaryDirectory() as tmp:
+        measured = Path(tmp) / "measured"
         started = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "codejury.cli", *args],
+            [sys.executable, "-c", _LAUNCHER, str(measured), sys.executable, "-m", "codejury.cli", *args],
             cwd=cwd,
             env=full_env,
             stdin=stdin_file
@@ -81,8 +99,8 @@ def run_codejury(
                 proc.stdin.close()
             except BrokenPipeError:
                 pass
-        # Reap the child ourselves: wait4 gives its own peak resident set, not a sampled guess.
-        status, peak_kb = _wait4(proc.pid, started + timeout_s)
+        # The launcher reaps codejury: wait4 gives its own peak resident set, not a sampled guess.
+        status, peak_kb = _wait(proc, measured, started + timeout_s)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else -9
         if stdin_file is not None:
@@ -95,14 +113,15 @@ def run_codejury(
     return Run(proc.returncode, out, err, peak_kb / 1024, wall)
 
 
-def _wait4(pid: int, deadline: float) -> tuple[int | None, int]:
-    """(wait status, peak RSS in KiB) of child ``pid``; (None, peak) after killing it at ``deadline``."""
-    while True:
-        done, status, rusage = os.wait4(pid, os.WNOHANG)
-        if done == pid:
-            return status, rusage.ru_maxrss
+def _wait(launcher: subprocess.Popen[bytes], measured: Path, deadline: float) -> tuple[int | None, int]:
+    """(wait status, peak RSS in KiB) of the launcher's child; (None, 0) after killing both at ``deadline``."""
+    while launcher.poll() is None:
         if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            _, _, rusage = os.wait4(pid, 0)
-            return None, rusage.ru_maxrss
+            os.killpg(launcher.pid, 9)
+            launcher.wait()
+            return None, 0
         time.sleep(0.02)
+    if launcher.returncode != 0:
+        pytest.fail(f"the launcher of codejury exited {launcher.returncode}")
+    status, peak_kb = measured.read_text().split()
+    return int(status), int(peak_kb)
