@@ -39,10 +39,12 @@ demo: $(BYTECODE)
 	echo "Reviewing the demo change in $$dir (branch feature/reports-search-payments vs main)..." >&2 && \
 	cd $$dir && $(CURDIR)/$(VENV)/bin/codejury review --format markdown --fail-on never
 
-# pytest-xdist workers for make test: 4 keep both cores of a 2-core CI machine busy while some tests wait on their
-# subprocesses and servers; a test on the embedded model runs on one CPU of its own per worker (tests/conftest.py).
-# Work-stealing: a worker out of tests takes half of another's queue, so the run does not end on one worker's backlog.
-TEST_WORKERS ?= 4
+# pytest-xdist workers for make test: 3 keep both cores of a 2-core CI machine busy while some tests wait on their
+# subprocesses and servers (the suite is CPU-bound: a 4th worker only adds its own start-up and collection, 6.5 s of
+# CPU; measured on 2 cores: 303 s with 3, 317 s with 4); a test on the embedded model runs on one CPU of its own per
+# worker (tests/conftest.py). Work-stealing: a worker out of tests takes half of another's queue, so the run does not
+# end on one worker's backlog.
+TEST_WORKERS ?= 3
 # More pytest options for make test and make test-fast, e.g. PYTEST_FLAGS=--durations=20.
 PYTEST_FLAGS ?=
 
