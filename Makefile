@@ -41,9 +41,9 @@ demo: $(BYTECODE)
 
 # pytest-xdist workers for make test: 3 keep both cores of a 2-core CI machine busy while some tests wait on their
 # subprocesses and servers (the suite is CPU-bound: a 4th worker only adds its own start-up and collection, 6.5 s of
-# CPU; measured on 2 cores: 303 s with 3, 317 s with 4); a test on the embedded model runs on one CPU of its own per
-# worker (tests/conftest.py). Work-stealing: a worker out of tests takes half of another's queue, so the run does not
-# end on one worker's backlog.
+# CPU; measured in .ci/run on 2 cores: pytest 309 s with 3, 317 s with 4); a test on the embedded model runs on one
+# CPU of its own per worker (tests/conftest.py). Work-stealing: a worker out of tests takes half of another's queue,
+# so the run does not end on one worker's backlog.
 TEST_WORKERS ?= 3
 # More pytest options for make test and make test-fast, e.g. PYTEST_FLAGS=--durations=20.
 PYTEST_FLAGS ?=

@@ -147,19 +147,19 @@ def _defined_by(added: Sequence[_Added]) -> set[str]:
 def _qualifiers(added: Sequence[_Added], names: Iterable[str]) -> dict[str, set[str | None]]:
     """For each of ``names`` on the added lines, the names that qualify it there (None: used unqualified)."""
     wanted = set(names)
-    out: dict[str, set[str | None]] = {name: set() for name in wanted}
+    out: dict[str, set[str | None]] = {}
     uses: Counter[str] = Counter()
     qualified: Counter[str] = Counter()
     for a in added:
         uses.update(a.identifiers)
         for q, name in _QUALIFIED.findall(a.text):
             if name in wanted:
-                out[name].add(q)
+                out.setdefault(name, set()).add(q)
                 qualified[name] += 1
     for name in wanted:
-        if uses[name] > qualified[name]:
-            out[name].add(None)
-    return {name: found for name, found in out.items() if uses[name]}
+        if uses[name] > qualified[name]:  # used unqualified at least once
+            out.setdefault(name, set()).add(None)
+    return out
 
 
 def _package_names(index: RepoIndex) -> set[str]:
