@@ -49,8 +49,8 @@ TEST_WORKERS ?= 3
 PYTEST_FLAGS ?=
 
 ## Lint and run the whole test suite, including the end-to-end tests on the embedded model.
-# The lint (mypy: 20 s of one CPU) runs beside the bytecode compilation and then the suite, in the gaps the suite's
-# workers leave while they wait; make test fails when either fails.
+# The lint (mypy: 25 s of one CPU, 1 s from its cache) runs beside the bytecode compilation and then the suite, in
+# the gaps the suite's workers leave while they wait; make test fails when either fails.
 test: test-deps
 	@$(MAKE) --no-print-directory -j 2 lint test-suite
 
@@ -78,12 +78,17 @@ test-deps:
 test-fast: $(BYTECODE)
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not embedded" $(PYTEST_FLAGS)
 
+# mypy's incremental cache, kept outside the checkout like uv's: a fresh clone's lint then re-checks only what
+# differs from the last run on this machine (mypy compares each file's hash, its options and its own version), in
+# about 1 s of CPU instead of 25 s; a cache that is missing or from another tree only costs the full check.
+MYPY_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codejury-dev/mypy
+
 ## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included);
 ## the import contracts of .importlinter (no import cycle, imports inside functions included; the layers).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
-	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --cache-dir "$(MYPY_CACHE)"
 	$(VENV)/bin/lint-imports --no-cache
 
 # Options given to every benchmark: `make bench BENCH_FLAGS=--smoke` runs each at its smoke size (seconds each, the
