@@ -249,6 +249,31 @@ def test_a_bad_flag_is_refused_before_the_model_layer_is_imported(args: list[str
     assert error.startswith("codejury: ")
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--diff", "{diff}", "--config", "{bad}"], "verify must be"),
+        (["--diff", "{missing}"], "not found"),
+        (["--url", "https://github.com/octo/app/issues/7"], "is not a GitHub pull request URL"),
+    ],
+)
+def test_bad_input_read_by_the_composition_root_is_refused_before_the_model_layer_is_imported(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
+    # A bad configuration, a missing diff, a URL of no merge request: answered in a fraction of the second
+    # that importing pydantic-ai and the provider SDKs takes.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('verify = "bogus"\n', encoding="utf-8")
+    diff = tmp_path / "change.diff"
+    diff.write_text("--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", encoding="utf-8")
+    args = [a.format(bad=bad, diff=diff, missing=tmp_path / "missing.diff") for a in args]
+    heavy = ("openai", "anthropic", "pydantic_ai", "codejury.pipeline")
+    done, loaded = heavy_modules_after(["review", *args], heavy)
+    assert loaded == "2 []", done.stderr
+    [error, _] = done.stderr.splitlines()
+    assert error.startswith("codejury: ") and needle in error, error
+
+
 def test_an_unexpected_exception_exits_5_with_one_line(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from codejury import pipeline
 

@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from codejury.agents.runner import Limits
 from codejury.change.types import ChangeSet, FileChange
 from codejury.config import ReviewConfig, Settings
 from codejury.findings import Disagreement, Plan, Review, SkippedFile, Tier
 from codejury.models.pricing import PriceTable
 from codejury.record.events import EventLog
 from codejury.record.recorders import Recorder
-from codejury.resilience import BreakerBoard
 
 if TYPE_CHECKING:
     import pluggy
 
+    from codejury.agents.runner import Limits
     from codejury.analyzers.junit import TestReport
+    from codejury.resilience import BreakerBoard
 
 
 Baseline = Literal["naive"]
@@ -125,6 +125,8 @@ class ReviewRun:
 
     def limits_for(self, name: str) -> Limits:
         """A reviewer's budget: its own timeout when its spec sets one, else the settings'."""
+        from codejury.agents.runner import Limits  # the model layer: not needed to check a review's input
+
         spec = self.config.reviewers.get(name)
         settings = self.settings
         timeout = spec.timeout_s if spec and spec.timeout_s else settings.reviewer_timeout_s

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from codejury import pipeline
 from codejury.change.types import ChangeSet
 from codejury.cli_io import piped_stdin_has_data, shown_path
 from codejury.config import Settings
@@ -107,6 +106,8 @@ async def review(
         output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
         ours = _closed_with(stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn)
         opts.publishers, opts.recorders = [output], [*ours, *recorders]
+        from codejury import pipeline  # the model layer, once the input has been read and checked
+
         result = await pipeline.review(change, opts)
     if output.unwritten is not None:
         raise output.unwritten
@@ -171,6 +172,8 @@ async def _review_on_forge(
                     stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn
                 )
                 opts.recorders = [*ours, *recorders]
+                from codejury import pipeline
+
                 result = await pipeline.review(change, opts)
         except ForgeError as exc:
             done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"

@@ -8,7 +8,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from codejury.agents import TOOL_NAMES, RepoTools, as_agent_tools
+from codejury.agents.agent_tools import as_agent_tools
+from codejury.agents.tools import TOOL_NAMES, RepoTools
 from codejury.change.diffparse import parse_diff
 from codejury.repocontext import RepoContext
 from codejury.repocontext.context import CHARS_PER_TOKEN

@@ -2,7 +2,5 @@
 
 from __future__ import annotations
 
-from codejury.agents.agent_tools import as_agent_tools
-from codejury.agents.tools import TOOL_NAMES, RepoTools
-
-__all__ = ["TOOL_NAMES", "RepoTools", "as_agent_tools"]
+# Nothing is imported here: ``codejury.agents.tools`` (the tool names, read with the configuration) must not
+# bring pydantic-ai in, so a review refused for bad input is answered before the model layer is imported.

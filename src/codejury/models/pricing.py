@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-
-from pydantic_ai.usage import RunUsage
+from typing import TYPE_CHECKING
 
 from codejury.findings import Usage
 from codejury.models.providers import LOCAL_PROVIDER_NAMES
+
+if TYPE_CHECKING:
+    from pydantic_ai.usage import RunUsage
 
 _PER_TOKEN = 1_000_000
 

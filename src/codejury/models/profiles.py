@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic_ai.models import Model
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 OutputMode = Literal["tool", "native", "prompted"]
 
