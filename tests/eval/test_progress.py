@@ -8,9 +8,9 @@ import re
 
 from rich.console import Console
 
-from codejury.eval.dataset import EvalCase
-from codejury.eval.progress import CaseProgress, clock, eta_s
-from codejury.eval.results import CaseRun
+from codejury.eval.dataset import EvalCase, ExpectedComment
+from codejury.eval.progress import CaseProgress, clock, eta_s, outcome
+from codejury.eval.results import CaseRun, FoundFinding
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -46,3 +46,15 @@ def test_the_time_left_is_the_mean_pace_times_the_cases_left() -> None:
     assert eta_s(30.0, 1, 3) == 60.0
     assert eta_s(90.0, 3, 3) == 0.0
     assert (clock(None), clock(0), clock(3725.4)) == ("-:--:--", "0:00:00", "1:02:05")
+
+
+def test_a_finished_case_counts_its_findings_in_words() -> None:
+    case = EvalCase(id="case-1", diff="1.diff", expected=[ExpectedComment(path="a.py", start_line=3, end_line=3)])
+    one = [FoundFinding(path="a.py", start_line=3, end_line=3)]
+    two = [*one, FoundFinding(path="a.py", start_line=9, end_line=9)]
+    assert outcome(case, CaseRun(case_id="case-1", verdict="approved_with_comments", findings=one)) == (
+        "approved_with_comments, 1 finding, 1 matched"
+    )
+    assert outcome(case, CaseRun(case_id="case-1", verdict="changes_requested", findings=two)) == (
+        "changes_requested, 2 findings, 1 matched"
+    )

@@ -28,6 +28,7 @@ from rich.text import Text
 
 from codejury.eval.dataset import EvalCase
 from codejury.eval.results import CaseRun, score
+from codejury.render import counted
 
 
 def eta_s(elapsed_s: float, done: int, total: int) -> float | None:
@@ -60,7 +61,7 @@ def outcome(case: EvalCase, run: CaseRun) -> str:
     if run.error:
         return f"failed: {run.error}"
     s = score(case, run)
-    return f"{run.verdict}, {s.findings} findings, {s.matched} matched"
+    return f"{run.verdict}, {counted(s.findings, 'finding')}, {s.matched} matched"
 
 
 class CaseProgress:

@@ -15,6 +15,7 @@ from codejury.eval.dataset import EvalCase, load_cases
 from codejury.eval.markdown import render
 from codejury.eval.results import CaseRun, report_json
 from codejury.eval.runner import EvalSettings, builtin_dataset, run_all
+from codejury.render import counted
 
 if TYPE_CHECKING:
     from codejury.models.profiles import ResolvedModel
@@ -82,7 +83,7 @@ def run_eval(env: dict[str, str], **flags: Any) -> int:
     except (InputError, ConfigError, ModelSetupError, OutputError) as exc:
         _err(str(exc))
         return 2
-    text = render(doc, title=f"codejury eval: {path.name} ({len(cases)} cases)")
+    text = render(doc, title=f"codejury eval: {path.name} ({counted(len(cases), 'case')})")
     try:
         if flags["json_file"] is not None:
             write_output(Path(flags["json_file"]), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
