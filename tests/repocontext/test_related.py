@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -12,6 +16,7 @@ from codejury.agents.agent_tools import as_agent_tools
 from codejury.agents.tools import TOOL_NAMES, RepoTools
 from codejury.change.diffparse import parse_diff
 from codejury.repocontext import RepoContext
+from codejury.repocontext import context as context_module
 from codejury.repocontext.context import CHARS_PER_TOKEN
 
 CART_DIFF = b"""diff --git a/shop/cart.py b/shop/cart.py
@@ -40,10 +45,13 @@ def test_the_section_holds_the_definition_a_change_calls_and_a_caller_of_the_cha
     assert section.count("<file_content>") == 1 and section.rstrip().endswith("</file_content>")
 
 
-def test_the_section_respects_its_budget_and_the_room_left(repo: Path) -> None:
+def test_the_section_respects_its_budget_and_the_room_left(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _head(repo)
     files = parse_diff(DIFF)
     context = RepoContext(repo, use_cache=False)
+    searches: list[int] = []
+    real = context_module.related_pieces
+    monkeypatch.setattr(context_module, "related_pieces", lambda *a: searches.append(1) or real(*a))
     full = context.related_section(files, 600, 100_000)
     small = context.related_section(files, 160, 100_000)
     assert len(small) <= 160 * CHARS_PER_TOKEN < len(full) <= 600 * CHARS_PER_TOKEN
@@ -52,6 +60,28 @@ def test_the_section_respects_its_budget_and_the_room_left(repo: Path) -> None:
     assert context.related_section(files, 600, 100) == ""  # nothing fits: no section at all
     assert context.related_section(files, 0, 100_000) == ""
     assert context.related_section(files, 600, 100_000) == full  # the same for every reviewer
+    assert len(searches) == 1  # the pieces are found once per review, then cut to each reviewer's room
+
+
+def test_reviewers_asking_at_once_share_one_search(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inline reviewers ask for the section from threads of their own as the review starts, each with its room.
+    _head(repo)
+    files = parse_diff(DIFF)
+    context = RepoContext(repo, use_cache=False)
+    context.index()
+    searches: list[int] = []
+    real = context_module.related_pieces
+
+    def slow(*args: Any) -> Any:
+        searches.append(1)
+        time.sleep(0.2)  # long enough for every other reviewer to ask meanwhile
+        return real(*args)
+
+    monkeypatch.setattr(context_module, "related_pieces", slow)
+    with ThreadPoolExecutor(4) as pool:
+        sections = list(pool.map(lambda room: context.related_section(files, 600, room), (100_000, 90_000, 500, 100)))
+    assert len(searches) == 1
+    assert sections[0] == sections[1] and 0 < len(sections[2]) <= 500 and sections[3] == ""
 
 
 TS_DIFF = b"""diff --git a/web/api.ts b/web/api.ts

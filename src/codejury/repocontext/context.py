@@ -22,7 +22,7 @@ from codejury.change.head_tree import HeadTree
 from codejury.change.types import FileChange
 from codejury.repocontext import store
 from codejury.repocontext.index import RepoIndex, build_index
-from codejury.repocontext.related import related_code
+from codejury.repocontext.related import Piece, fitted, related_pieces
 from codejury.repocontext.retrieval import (
     DocumentReranker,
     RetrievalConfig,
@@ -84,6 +84,8 @@ class RepoContext:
         self._retriever: Retriever | None = None
         self._error: str | None = None
         self._related: dict[tuple[int, int], str] = {}
+        self._pieces: list[Piece] | None = None
+        self._related_lock = threading.Lock()
 
     def index(self) -> RepoIndex | None:
         """The index (built on the first call); None without a checkout or when the build failed."""
@@ -258,7 +260,10 @@ class RepoContext:
         if budget <= 0 or (self.root is None and self.head is None):
             return ""
         key = (budget_tokens, room_chars)
-        if key not in self._related:
-            index = self.index()
-            self._related[key] = related_code(index, files, budget) if index is not None else ""
-        return self._related[key]
+        with self._related_lock:  # reviewers ask at once, each from a thread: the first finds the pieces
+            if key not in self._related:
+                if self._pieces is None:  # found once, cut to each reviewer's room
+                    index = self.index()
+                    self._pieces = related_pieces(index, files) if index is not None else []
+                self._related[key] = fitted(self._pieces, budget)
+            return self._related[key]

@@ -279,10 +279,9 @@ def _call_site(index: RepoIndex, cid: int, name: str, word: re.Pattern[str], lin
     return Piece(f"caller of {name} in {path}:{hit} ({where})", path, [(n, text[n - 1]) for n in numbers])
 
 
-def related_code(index: RepoIndex, files: Sequence[FileChange], budget_chars: int) -> str:
-    """The section (intro and fenced pieces), at most ``budget_chars`` long; "" when nothing fits or relates."""
-    if budget_chars <= 0:
-        return ""
+def related_pieces(index: RepoIndex, files: Sequence[FileChange]) -> list[Piece]:
+    """Every piece that relates to the change, in the order the section takes them (definitions and callers in
+    turn); the same for every budget, so a review with reviewers of several context sizes finds them once."""
     changed: set[int] = set()
     for fc in files:
         if fc.status == "deleted":
@@ -300,7 +299,12 @@ def related_code(index: RepoIndex, files: Sequence[FileChange], budget_chars: in
     for pair in zip(definitions, callers, strict=False):
         ordered += pair
     longer = definitions if len(definitions) > len(callers) else callers
-    ordered += longer[min(len(definitions), len(callers)) :]
+    return ordered + longer[min(len(definitions), len(callers)) :]
+
+
+def fitted(ordered: Sequence[Piece], budget_chars: int) -> str:
+    """The section made of ``ordered`` pieces (each whole, else shortened, else left out), at most ``budget_chars``
+    long; "" when none fits."""
     overhead = len(fence("file_content", "")) + len(INTRO) + 4
     chosen: list[str] = []
     used = overhead
