@@ -45,13 +45,25 @@ def test_the_section_holds_the_definition_a_change_calls_and_a_caller_of_the_cha
     assert section.count("<file_content>") == 1 and section.rstrip().endswith("</file_content>")
 
 
+def _count_searches(monkeypatch: pytest.MonkeyPatch, pause_s: float = 0.0) -> list[int]:
+    """One entry per search of the related pieces from now on (each taking ``pause_s`` longer)."""
+    searches: list[int] = []
+    real = context_module.related_pieces
+
+    def counted(*args: Any) -> Any:
+        searches.append(1)
+        time.sleep(pause_s)
+        return real(*args)
+
+    monkeypatch.setattr(context_module, "related_pieces", counted)
+    return searches
+
+
 def test_the_section_respects_its_budget_and_the_room_left(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _head(repo)
     files = parse_diff(DIFF)
     context = RepoContext(repo, use_cache=False)
-    searches: list[int] = []
-    real = context_module.related_pieces
-    monkeypatch.setattr(context_module, "related_pieces", lambda *a: searches.append(1) or real(*a))
+    searches = _count_searches(monkeypatch)
     full = context.related_section(files, 600, 100_000)
     small = context.related_section(files, 160, 100_000)
     assert len(small) <= 160 * CHARS_PER_TOKEN < len(full) <= 600 * CHARS_PER_TOKEN
@@ -69,15 +81,7 @@ def test_reviewers_asking_at_once_share_one_search(repo: Path, monkeypatch: pyte
     files = parse_diff(DIFF)
     context = RepoContext(repo, use_cache=False)
     context.index()
-    searches: list[int] = []
-    real = context_module.related_pieces
-
-    def slow(*args: Any) -> Any:
-        searches.append(1)
-        time.sleep(0.2)  # long enough for every other reviewer to ask meanwhile
-        return real(*args)
-
-    monkeypatch.setattr(context_module, "related_pieces", slow)
+    searches = _count_searches(monkeypatch, pause_s=0.2)  # long enough for every other reviewer to ask meanwhile
     with ThreadPoolExecutor(4) as pool:
         sections = list(pool.map(lambda room: context.related_section(files, 600, room), (100_000, 90_000, 500, 100)))
     assert len(searches) == 1

@@ -83,7 +83,6 @@ class RepoContext:
         self._index: RepoIndex | None = None
         self._retriever: Retriever | None = None
         self._error: str | None = None
-        self._related: dict[tuple[int, int], str] = {}
         self._pieces: list[Piece] | None = None
         self._related_lock = threading.Lock()
 
@@ -259,11 +258,8 @@ class RepoContext:
         budget = min(budget_tokens * CHARS_PER_TOKEN, room_chars)
         if budget <= 0 or (self.root is None and self.head is None):
             return ""
-        key = (budget_tokens, room_chars)
         with self._related_lock:  # reviewers ask at once, each from a thread: the first finds the pieces
-            if key not in self._related:
-                if self._pieces is None:  # found once, cut to each reviewer's room
-                    index = self.index()
-                    self._pieces = related_pieces(index, files) if index is not None else []
-                self._related[key] = fitted(self._pieces, budget)
-            return self._related[key]
+            if self._pieces is None:  # found once per review, then cut to each reviewer's room
+                index = self.index()
+                self._pieces = related_pieces(index, files) if index is not None else []
+        return fitted(self._pieces, budget)
