@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import httpx2
 import pytest
 
 from codejury.record.target import parse_record_url
+from codejury.service import pg_queue
 from codejury.service.app import ServiceState
 from codejury.service.deliveries import Deliveries
 from codejury.service.intake import BatchedIntake, SequentialIntake
@@ -243,15 +244,22 @@ async def test_a_burst_of_deliveries_is_written_in_a_few_transactions(
     assert intake.batches < 40  # grouped: the deliveries that arrived while one batch was written went together
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def seen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deliveries]:
-    """The deliveries table on each database the service keeps it in."""
+@pytest.fixture(params=["sqlite", "postgresql", "postgresql-queue"])
+async def seen(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Deliveries]:
+    """The deliveries table on each database the service keeps it in; ``postgresql-queue`` as ``codejury serve
+    --database`` claims them, through the job queue's connection pool."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'service.sqlite3'}"
     else:
         url = request.getfixturevalue("new_pg_database")()
     engine = make_engine(parse_record_url(url).url)
-    yield Deliveries(engine)
+    if request.param == "postgresql-queue":
+        await pg_queue.apply_schema(url)
+        app = pg_queue.make_app(url)
+        async with app.open_async():
+            yield Deliveries(engine, pg_queue.PostgresQueue(app))
+    else:
+        yield Deliveries(engine)
     engine.dispose()
 
 
@@ -260,6 +268,7 @@ async def test_a_delivery_is_new_only_when_neither_its_id_nor_its_event_was_seen
     assert not await seen.claim("gitlab", "key-1", "event-b")  # the forge's own redelivery
     assert not await seen.claim("gitlab", "key-2", "event-a")  # the same event under a fresh id
     assert not await seen.claim("gitlab", "", "event-a")  # or with none
+    assert await seen.claim("gitlab", "key-2", "event-d")  # a replay refused records nothing: key-2 is still new
     assert await seen.claim("github", "key-1", "event-a")  # each forge has its own
     assert await seen.claim("gitlab", "key-3", "event-c")
     await seen.release("gitlab", "key-3", "event-c")  # it could not be queued: the forge's retry is taken

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import procrastinate
 import psycopg
-from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException, UniqueViolation
 from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 
@@ -67,9 +67,16 @@ async def _review_task(context: procrastinate.JobContext, request: dict[str, Any
     await runner(ReviewRequest.from_json(request))
 
 
+async def _autocommit(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Each of Procrastinate's queries is one statement (a call to one of its functions): on a pooled connection
+    in autocommit it costs one round trip, not three (``BEGIN``, the query, ``COMMIT``)."""
+    await conn.set_autocommit(True)
+
+
 def make_app(url: str, *, retry_wait_s: int = 5) -> procrastinate.App:
     """The Procrastinate app on ``url`` with the review task registered (not opened)."""
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(url)))
+    connector = procrastinate.PsycopgConnector(conninfo=conninfo(url), configure=_autocommit)
+    app = procrastinate.App(connector=connector)
     app.task(
         name=TASK_NAME,
         queue=QUEUE,
@@ -101,10 +108,21 @@ def _first_line(exc: BaseException) -> str:
 
 
 class PostgresQueue:
-    """The service's side: defer review jobs; readiness is the database answering."""
+    """The service's side: defer review jobs; readiness is the database answering. Its connection pool
+    also runs the service's claims of webhook deliveries (``deliveries.Statements``)."""
 
     def __init__(self, app: procrastinate.App) -> None:
         self.app = app
+
+    async def insert_new(self, query: str, **params: object) -> bool:
+        try:
+            await self.app.connector.execute_query_async(query, **params)
+        except UniqueViolation:
+            return False
+        return True
+
+    async def execute(self, query: str, **params: object) -> None:
+        await self.app.connector.execute_query_async(query, **params)
 
     async def submit(self, request: ReviewRequest) -> Outcome:
         task = self.app.tasks[TASK_NAME]
