@@ -31,8 +31,8 @@ $(STAMP): pyproject.toml dev-overrides.txt | $(PY)
 		$(PY) -m pip install --quiet --no-compile -e '.[local,dev]'; }
 	touch $(STAMP)
 
-# The installed packages' bytecode, once per install, one process per core (make test runs it beside the lint), even
-# where PYTHONDONTWRITEBYTECODE is set. A file that does not compile (some packages ship such data) is left as pip
+# The installed packages' bytecode, once per install, one process per core, even where PYTHONDONTWRITEBYTECODE is set,
+# for the demo, the benchmarks and the evals (make test does without: see test-suite). A file that does not compile (some packages ship such data) is left as pip
 # leaves it: uncompiled, with no message. Left out (NO_BYTECODE), as nothing the suite runs imports them: pip,
 # setuptools, mypy's and mypyc's sources (mypy runs from its compiled modules) and packages' own test folders, a
 # quarter of the 93 MB of sources.
@@ -61,14 +61,18 @@ TEST_WORKERS ?= 3
 PYTEST_FLAGS ?=
 
 ## Lint and run the whole test suite, including the end-to-end tests on the embedded model.
-# The lint (mypy: 25 s of one CPU, 1 s from its cache) runs beside the bytecode compilation and then the suite, in
-# the gaps the suite's workers leave while they wait; make test fails when either fails.
+# The lint (mypy: 25 s of one CPU, 1 s from its cache) runs beside the suite, in the gaps the suite's workers leave
+# while they wait; make test fails when either fails.
 test: test-deps
 	@$(MAKE) --no-print-directory -j 2 lint test-suite
 
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (CI images often set it): without it every
-# process the tests start (a few hundred) compiles codejury and the test modules from source again.
-test-suite: $(BYTECODE)
+# process the tests start (a few hundred) compiles codejury and the test modules from source again. Each module is
+# compiled by the first process that imports it, not all beforehand ($(BYTECODE)): the suite imports about half of
+# the installed files, and compiling every one first cost 7.5 s before the suite could start, where compiling
+# on first import changed pytest's own time by less than its run-to-run spread (measured on 2 cores from a fresh
+# clone: 4:55 for make test, pytest 288 s; with compileall first 5:01 and 5:02, pytest 285 s and 289 s).
+test-suite: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist worksteal $(PYTEST_FLAGS)
 
 # Debian packages the tests start for real (PostgreSQL for the review store, Chromium and its driver for the
@@ -87,7 +91,7 @@ test-deps:
 		echo "test-deps: not installed:$$missing (the tests that need them skip, saying why)" >&2; \
 	fi
 
-test-fast: $(BYTECODE)
+test-fast: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not embedded" $(PYTEST_FLAGS)
 
 # mypy's incremental cache, kept outside the checkout like uv's: a fresh clone's lint then re-checks only what
