@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from codejury.evidence import Evidence
-from codejury.findings import Finding, Review
+from codejury.findings import Finding, FindingDraft, Review
+from codejury.judge.anchors import finding_id
 from codejury.judge.grounding import FAILED, OFF_CHANGE, REJECTED, WEAK_NOTE, WEAK_UNASKED_NOTE, relocate, unclaimed
 from codejury.testing.scripted import Fail, Final, Raw, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
@@ -283,6 +285,25 @@ async def test_a_weak_coordinator_still_judges_findings_no_check_answered(tmp_pa
     review, resolver = await review_of(tmp_path, scripts, **WEAK)
     assert resolver.models["coordinator"].calls == 1  # type: ignore[attr-defined]
     assert review.coordinator.status == "ok"
+
+
+async def test_a_weak_coordinator_judges_only_the_unchecked_claims_and_never_an_analyzers_hit(tmp_path: Path) -> None:
+    change = make_change(tmp_path, {REPORT: (LOOP_OLD, LOOP_NEW)})
+    claim = finding(REPORT, 5, "out shadows a builtin-like name", severity="warning")
+    hit_id = "e-" + hashlib.sha256(f"rules|perf-py-query-in-loop|{REPORT}|7".encode()).hexdigest()[:10]
+    claim_id = finding_id("generalist", FindingDraft.model_validate(claim))
+    # The weak coordinator would drop both: only the claim no check answered (verify = "off") is its to judge.
+    drop_both = Raw({"decisions": [{"id": i, "action": "drop", "reason": "not a problem"} for i in (hit_id, claim_id)]})
+    scripts = {"generalist": [Final([claim])], "coordinator": [drop_both]}  # weak: one generalist call
+    settings = scripted_settings(analyzers=True, verify="off", **WEAK)
+    result, resolver, _ = await run_review(change, scripts, settings=settings)
+    assert isinstance(result, Review)
+    [asked] = resolver.models["coordinator"].prompts  # type: ignore[attr-defined]
+    assert claim_id in asked and hit_id not in asked and "perf-py-query-in-loop" not in asked
+    [f] = result.findings
+    assert (f.id, f.evidence, f.advisory) == (hit_id, ["rules:perf-py-query-in-loop"], True)
+    assert result.dropped_findings["dropped by judge"] == 1
+    assert result.coordinator.status == "ok" and result.judged
 
 
 async def test_a_weak_claim_an_analyzer_backs_is_published_in_the_analyzers_words(tmp_path: Path) -> None:

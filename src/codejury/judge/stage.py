@@ -125,13 +125,19 @@ async def _coordinate(
     if spec is None:
         report = ReviewerReport(name="coordinator", model="-", status="failed", error=NO_MODEL)
         return Judgement(findings, dropped, report, judged=False)
-    if is_weak(run, models, spec) and all(f.verified or f.evidence for f in findings):
+    grounded: list[Finding] = []
+    if is_weak(run, models, spec):
         # Measured on the demo: the embedded coordinator kept 6 of 6 checked findings and took 50 s.
-        # When each finding already passed its own focused check or rests on an analyzer, a weak
-        # model's second opinion over all of them adds time, not judgement.
-        run.options.say("coordinator skipped: every finding passed its own check or rests on an analyzer")
-        return Judgement(findings, dropped, ReviewerReport(name="coordinator", model=spec, status="skipped"))
-    run.options.say(f"coordinator started ({spec}): judging {count(len(findings), 'finding')}")
+        # A finding that passed its own focused check or rests on an analyzer gets no second opinion
+        # from a weak model: it would add time, not judgement, and a weak model never rejects an
+        # analyzer's hit (judge.grounding). Such findings are kept as they are; the rest are judged.
+        grounded = [f for f in findings if f.verified or f.evidence]
+        findings = [f for f in findings if not (f.verified or f.evidence)]
+        if not findings:
+            run.options.say("coordinator skipped: every finding passed its own check or rests on an analyzer")
+            return Judgement(grounded, dropped, ReviewerReport(name="coordinator", model=spec, status="skipped"))
+    aside = f" ({count(len(grounded), 'checked or analyzer-backed finding')} kept as is)" if grounded else ""
+    run.options.say(f"coordinator started ({spec}): judging {count(len(findings), 'finding')}{aside}")
     limits = run.limits_for("coordinator")
     model, watch = agent_model(run, models, "coordinator", spec, time.monotonic() + limits.timeout_s)
     kept, judge_dropped, outcome = await coordinator.judge(
@@ -148,7 +154,8 @@ async def _coordinate(
     run.options.say(finished("coordinator", outcome, f"{count(len(kept), 'finding')} kept"))
     for reason, n in judge_dropped.items():
         dropped[reason] = dropped.get(reason, 0) + n
-    return Judgement(kept, dropped, _report("coordinator", answered_by(watch, spec), outcome), judged=outcome.ok)
+    report = _report("coordinator", answered_by(watch, spec), outcome)
+    return Judgement([*grounded, *kept], dropped, report, judged=outcome.ok)
 
 
 async def _disputes(run: ReviewRun, ctx: ChangeContext, models: ReviewModels, judgement: Judgement) -> None:
