@@ -55,6 +55,7 @@ from codejury.contexts import PostConfigureContext
 from codejury.document_urls import stream_same_origin, url_refusal
 from codejury.errors import RoutingError
 from codejury.resilience import model_key
+from codejury.tls import tls_context
 
 __all__ = [
     "FETCH_TIMEOUT_S",
@@ -232,7 +233,7 @@ async def _fetch_tagged(
 
 
 def _client(timeout_s: float) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False)
+    return httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False, verify=tls_context())
 
 
 EventSink = Callable[..., None]

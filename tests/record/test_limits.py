@@ -91,7 +91,10 @@ def _race_for_a_slot(url: str, cap: int, barrier: Any, results: Any) -> None:
 
 def race(url: str, cap: int) -> list[tuple[str | None, str | None, str | None]]:
     """``RACERS`` processes admitted at the same instant against one store; what each got."""
-    ctx = multiprocessing.get_context("spawn")
+    # Fresh processes, as separate reviews are; from a fork server that imported this module (and the store) once,
+    # not a spawn of each racer that imports it all again.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
     barrier, results = ctx.Barrier(RACERS), ctx.Queue()
     processes = [ctx.Process(target=_race_for_a_slot, args=(url, cap, barrier, results)) for _ in range(RACERS)]
     for p in processes:

@@ -36,6 +36,8 @@ from email.utils import parsedate_to_datetime
 import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, retry_if_result
 
+from codejury.tls import tls_context
+
 SAFE_TO_RETRY = "codejury.safe_to_retry"
 """Request extension: ``True`` marks a request that may be sent twice with no harm."""
 RETRY_LOG = "codejury.retry_log"
@@ -130,7 +132,7 @@ class RetryingTransport(httpx2.AsyncBaseTransport):
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+        self._inner = inner or httpx2.AsyncHTTPTransport(verify=tls_context())
         self._policy = policy or RetryPolicy()
         self._sleep = sleep
         self._clock = clock

@@ -24,6 +24,7 @@ from pydantic_ai.settings import ModelSettings
 from codejury.errors import ModelSetupError
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.providers import NO_KEY_PLACEHOLDER, ProviderSpec
+from codejury.tls import tls_context
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -229,9 +230,15 @@ def _capped(request: ModelRequest) -> ModelSettings:
 
 def _openai_client(request: ModelRequest) -> AsyncOpenAI:
     """The SDK client: no SDK retries (ours own them), our timeout."""
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-    return AsyncOpenAI(api_key=request.api_key, base_url=request.base_url, max_retries=0, timeout=request.timeout_s)
+    return AsyncOpenAI(
+        api_key=request.api_key,
+        base_url=request.base_url,
+        max_retries=0,
+        timeout=request.timeout_s,
+        http_client=DefaultAsyncHttpxClient(verify=tls_context()),  # the SDK's defaults, one TLS context
+    )
 
 
 def _build_openai(request: ModelRequest) -> ResolvedModel:
@@ -251,12 +258,16 @@ def _build_openai_compatible(request: ModelRequest) -> ResolvedModel:
 
 
 def _build_anthropic(request: ModelRequest) -> ResolvedModel:
-    from anthropic import AsyncAnthropic
+    from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
     from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
     client = AsyncAnthropic(
-        api_key=request.api_key, base_url=request.base_url, max_retries=0, timeout=request.timeout_s
+        api_key=request.api_key,
+        base_url=request.base_url,
+        max_retries=0,
+        timeout=request.timeout_s,
+        http_client=DefaultAsyncHttpxClient(verify=tls_context()),
     )
     anthropic = AnthropicProvider(anthropic_client=client)
     return _resolved(request, AnthropicModel(request.model_name, provider=anthropic, settings=_capped(request)))

@@ -15,6 +15,7 @@ import httpx2
 from codejury.record.model import ReviewRecord
 from codejury.record.schema import StoreError
 from codejury.record.target import RecordTarget
+from codejury.tls import tls_context
 
 TOKEN_ENV = "CODEJURY_INGEST_TOKEN"
 INGEST_PATH = "/api/ingest"
@@ -37,7 +38,7 @@ class IngestClient:
         if not self.token:
             raise StoreError(f"review service {self.shown}: {TOKEN_ENV} is not set, so it would refuse the record")
         if self._client is None:
-            self._client = httpx2.Client(timeout=self.timeout_s, follow_redirects=False)
+            self._client = httpx2.Client(timeout=self.timeout_s, follow_redirects=False, verify=tls_context())
         try:
             answer = self._client.post(
                 self.target.url + INGEST_PATH,

@@ -5,8 +5,8 @@ wraps the SDK error, which wraps the httpx2 error) and answers with one of four 
 
 - ``retryable``: 429 rate limits, 500 / 502 / 503 / 504 / 529, timeouts, dropped connections,
   a 404 model-not-found (a retired model: the previous generation may still answer),
-  malformed or empty bodies, a stalled stream. The breaker counts it; the chain may wait for
-  Retry-After or fail back to the next model of the family.
+  malformed or empty bodies, a stalled stream, a server certificate no trusted CA signed (said as such).
+  The breaker counts it; the chain may wait for Retry-After or fail back to the next model of the family.
 - ``quota``: a 429 (or Anthropic's 400) saying the quota, spend limit or credit is exhausted.
   Waiting does not help and another model of the same account will not either: no retry.
 - ``fatal``: authentication and permission errors, context overflow, a rejected request,
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -140,6 +141,11 @@ class ChainExhausted(CodejuryError):
 def classify(exc: BaseException) -> Classified:
     """Sort an error into retryable / quota / fatal / truncated, with a one-line reason and Retry-After."""
     retry_after = _retry_after(exc)
+    untrusted = next((e for e in _walk(exc) if isinstance(e, ssl.SSLCertVerificationError)), None)
+    if untrusted is not None:  # said as such, not as a dropped connection: the fix is on this machine
+        because = untrusted.verify_message or "certificate verify failed"
+        reason = f"TLS certificate not trusted ({because}; a private CA: set SSL_CERT_FILE to its bundle)"
+        return Classified("retryable", reason)
     for err in _walk(exc):
         found = _classify_one(err)
         if found is not None:

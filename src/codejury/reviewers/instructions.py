@@ -33,6 +33,7 @@ from codejury.bounded_io import human_size, read_async
 from codejury.change.types import BaseReader
 from codejury.document_urls import stream_same_origin, url_refusal
 from codejury.errors import CodejuryError
+from codejury.tls import tls_context
 
 INSTRUCTION_NAMES: tuple[str, ...] = ("AGENTS.md", "CLAUDE.md", ".codejury/instructions.md")
 """The instruction files looked for in every directory from a changed file up to the root."""
@@ -247,7 +248,7 @@ def _checked_url(url: str) -> str:
 async def _fetch(url: str, timeout_s: float, max_bytes: int) -> str:
     headers = {"accept": "text/markdown, text/plain;q=0.9, */*;q=0.1", "accept-encoding": "identity"}
     async with (
-        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False) as client,
+        httpx2.AsyncClient(timeout=timeout_s, follow_redirects=False, verify=tls_context()) as client,
         stream_same_origin(client, url, headers, max_redirects=5, error=_TemplateUnusable) as response,
     ):
         if response.status_code != 200:

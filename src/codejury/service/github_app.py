@@ -27,6 +27,7 @@ import jwt
 from codejury.errors import ConfigError
 from codejury.forges.errors import ForgeAuthError, ForgeUnavailable
 from codejury.forges.hosts import github_instance
+from codejury.tls import tls_context
 
 APP_ID_ENV = "CODEJURY_GITHUB_APP_ID"
 KEY_ENV = "CODEJURY_GITHUB_APP_PRIVATE_KEY"
@@ -93,7 +94,9 @@ class GitHubAppTokens:
             "X-GitHub-Api-Version": "2022-11-28",
         }
         try:
-            async with httpx2.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
+            async with httpx2.AsyncClient(
+                timeout=self.timeout_s, follow_redirects=False, verify=tls_context()
+            ) as client:
                 answer = await client.post(url, headers=headers)
         except httpx2.HTTPError as exc:
             reason = type(exc).__name__
