@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -214,8 +216,12 @@ def main() -> None:
     if args.smoke:
         print("smoke size: a first review of 5 findings, a re-review of 10 threads with 2 fixed")
     print(f"latency per API call: {latency * 1000:.0f} ms")
-    asyncio.run(gitlab(latency, sizes))
-    asyncio.run(github(latency, sizes))
+    # Reading a merge request fetches its head commit, as a review does: into this run's folder, not the user's
+    # repository cache.
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["CODEJURY_REPO_CACHE"] = str(Path(folder) / "repos")
+        asyncio.run(gitlab(latency, sizes))
+        asyncio.run(github(latency, sizes))
 
 
 if __name__ == "__main__":

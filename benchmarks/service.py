@@ -249,6 +249,9 @@ async def run(args: argparse.Namespace) -> int:
             "CODEJURY_GITLAB_URL": gl.url,  # the forge instance the service reviews on (and sends its token to)
             "CODEJURY_GITLAB_TOKEN": FakeGitLab.BOT_TOKEN,
             "CODEJURY_GITLAB_WEBHOOK_TOKEN": TOKEN,
+            # the reviews' repositories are fetched into this run's folder, not the user's cache (which the
+            # service walks after each fetch to keep it under its size limit: its size would change the figures)
+            "CODEJURY_REPO_CACHE": str(Path(folder) / "repos"),
         }
         # the schedule: every push, as many deliveries that start no review, then replays of earlier ones
         pushes = [iid for _ in range(args.pushes) for iid in iids]

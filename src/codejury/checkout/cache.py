@@ -190,7 +190,21 @@ def _locked(lock: Path) -> Iterator[None]:
 
 
 def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    """The bytes of the regular files under ``path`` (links not followed): one ``stat`` a file, from a scandir
+    walk (the type comes with the directory entry), as this runs after every fetch over the whole cache."""
+    total = 0
+    pending = [str(path)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        except FileNotFoundError:  # removed meanwhile (another worker's eviction)
+            continue
+    return total
 
 
 def _reason(exc: BaseException) -> str:
