@@ -274,7 +274,8 @@ class FileTable(_Table):
     failback: dict[ModelString, FailbackTarget] = Field(
         default_factory=dict,
         description='Failback chains, "provider:model" = "provider:older-model"; "" ends a chain. '
-        "Built in: each OpenAI and Anthropic default falls back to its previous generation.",
+        "Built in: each OpenAI and Anthropic default falls back to its previous generation "
+        "where the provider still serves it.",
     )
     reflection: bool = Field(
         default=False, description="Run the reflection pass (reviewers amend each other) before the judge."

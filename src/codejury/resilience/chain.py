@@ -60,12 +60,11 @@ class AgentWatch:
 
 
 DEFAULT_FAILBACK: dict[str, str | None] = {
-    # Anthropic retired claude-opus-4 / 4-1, claude-sonnet-4 and claude-3-5-haiku: chains end
+    # Anthropic retired claude-opus-4 / 4-1, claude-sonnet-4 / 4-5 and claude-3-5-haiku: chains end
     # before them (a retired model answers 404, which fails back, but only wastes a request).
     "anthropic:claude-opus-4-6": "anthropic:claude-opus-4-5",
     "anthropic:claude-opus-4-5": None,
-    "anthropic:claude-sonnet-4-6": "anthropic:claude-sonnet-4-5",
-    "anthropic:claude-sonnet-4-5": None,
+    "anthropic:claude-sonnet-4-6": None,
     "anthropic:claude-haiku-4-5": None,
     "openai:gpt-5.1": "openai:gpt-5",
     "openai:gpt-5": "openai:gpt-4.1",
