@@ -1,4 +1,4 @@
-"""The embedded model's system prompt is computed once per machine: a fake llama.cpp slot API, the real one once."""
+"""The embedded model's system prompts are computed once per machine: a fake llama.cpp slot API, the real one once."""
 
 from __future__ import annotations
 
@@ -133,6 +133,28 @@ def test_the_first_process_saves_its_system_prompt_and_the_next_restores_it(
     assert list(tmp_path.glob("*")) == [saved]  # no partial file left behind
 
 
+def test_a_process_that_takes_turns_between_system_prompts_restores_each_instead_of_computing_it(
+    servers: list[FakeLlama], tmp_path: Path
+) -> None:
+    """A review's generalist, its check, then the next review's generalist (the eval, a service worker)."""
+    check = [{"role": "system", "content": "Check one claim."}, {"role": "user", "content": "the claim"}]
+    server, store = process(servers, tmp_path)
+    call(server, store, RULES)
+    call(server, store, check)
+    assert store.outcome == "saved" and len(list(tmp_path.glob("*.bin"))) == 2
+    call(server, store, check)  # the slot starts with it already: left alone
+    assert store.outcome is None
+    call(server, store, [RULES[0], {"role": "user", "content": "the next change"}])
+    assert store.outcome == "restored"
+    call(server, store, [{"role": "user", "content": "no system prompt"}])
+    call(server, store, check)
+    assert store.outcome == "restored"
+    # Each system prompt was computed once (the system-only calls); every later call found it in the slot.
+    assert [len(c) for c in server.calls] == [1, 2, 1, 2, 2, 2, 1, 2]
+    rules, checked = len(RULES[0]["content"]), len(check[0]["content"])
+    assert server.cached == [0, rules, 0, checked, checked, rules, 0, checked]
+
+
 def test_another_system_prompt_or_model_gets_its_own_file(servers: list[FakeLlama], tmp_path: Path) -> None:
     for key, system in [("model-a", "Rules."), ("model-a", "Other rules."), ("model-b", "Rules.")]:
         server, store = process(servers, tmp_path, key)
@@ -202,11 +224,13 @@ def test_real_embedded_model_restores_the_system_prompt_in_the_next_process(tmp_
         from codejury.models import local
         models.ALLOW_MODEL_REQUESTS = True
         model = local.load_local_model("default").model
-        system = "You review code changes. " + "Report only real problems on changed lines. " * 20
-        messages = [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart("Is x = 1 fine?")])]
-        reply = asyncio.run(model.request(messages, {"max_tokens": 4}, ModelRequestParameters()))
+        rules = "You review code changes. " + "Report only real problems on changed lines. " * 20
         [store] = local._PREFIXES.values()
-        print(store.outcome, reply.usage.cache_read_tokens, reply.usage.input_tokens)
+        # The rules, a check with a short prompt of its own, then the rules again (the next review).
+        for system in (rules, "Answer yes or no.", rules):
+            messages = [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart("Is x = 1 fine?")])]
+            reply = asyncio.run(model.request(messages, {"max_tokens": 4}, ModelRequestParameters()))
+            print(store.outcome, reply.usage.cache_read_tokens, reply.usage.input_tokens)
         """
     )
     env = {**os.environ, "CODEJURY_CACHE_DIR": str(tmp_path / "cache")}
@@ -214,9 +238,14 @@ def test_real_embedded_model_restores_the_system_prompt_in_the_next_process(tmp_
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
         assert proc.returncode == 0, proc.stderr
-        outcome, cached, prompt = proc.stdout.split()
-        runs.append((outcome, int(cached), int(prompt)))
-    assert [r[0] for r in runs] == ["saved", "restored"]
-    # Both calls reuse the system prompt's ~200 tokens: the first computed it just before, the second read it.
-    assert all(150 < cached < prompt for _, cached, prompt in runs)
-    assert len(list((tmp_path / "cache" / "prompts").glob("*.bin"))) == 1
+        runs.append(
+            [
+                (outcome, int(cached), int(prompt))
+                for outcome, cached, prompt in map(str.split, proc.stdout.splitlines())
+            ]
+        )
+    assert [[r[0] for r in calls] for calls in runs] == [["saved", "saved", "restored"], ["restored"] * 3]
+    # Every call of the rules reuses their ~200 tokens: the first computed them just before, the others read them,
+    # the third after the check's prompt had taken the slot.
+    assert all(150 < cached < prompt for calls in runs for cached, prompt in (calls[0][1:], calls[2][1:]))
+    assert len(list((tmp_path / "cache" / "prompts").glob("*.bin"))) == 2

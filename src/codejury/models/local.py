@@ -2,8 +2,8 @@
 
 One in-process llama.cpp server per model file, with one slot: it keeps the KV cache of the
 last prompt, so a reviewer whose prompt starts like the previous one only pays for what
-follows the common prefix; the first call of a process starts from the saved state of its
-system prompt (``prefix_cache``). Its own log lines are switched off at load.
+follows the common prefix; a call whose system prompt is not the one the slot starts with
+starts from that prompt's saved state (``prefix_cache``). Its own log lines are switched off at load.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """The embedded model's system prompts, computed once per machine: llama.cpp slot files across runs.
 
-llama.cpp keeps the KV cache of the prompts it has seen, but only in the process that computed them,
-and each review is a process of its own. Most reviews start with the same system prompt (the shared
-rules and the reviewer's focus: 300 to 600 tokens, 4 to 8 s on two cores). So the first call of a
-process restores the state of its system prompt from ``$CODEJURY_CACHE_DIR/prompts/`` (or computes it
-and saves it there), and llama.cpp computes only what follows.
+llama.cpp keeps the KV cache of the last prompt it has seen, in its one slot and only in the process
+that computed it. Every call starts with one of a few system prompts (a reviewer's shared rules and
+focus, a check's, the coordinator's: 70 to 600 tokens, up to 8 s on two cores), and a review takes
+turns between them: the generalist, then its checks, then the next review's generalist (the eval, a
+service worker). So a call whose system prompt is not the one the slot starts with restores that
+prompt's state from ``$CODEJURY_CACHE_DIR/prompts/`` (or computes it and saves it there), and
+llama.cpp computes only what follows; a call with the slot's own system prompt leaves the slot alone,
+as llama.cpp already reuses the longer prefix it holds.
 
 A file holds the state of one system prompt and nothing else (never a change under review); its name
 is a hash of the llama.cpp build, the model file, the context size and the prompt text, so a file
@@ -62,30 +65,36 @@ def model_key(path: Path, n_ctx: int) -> str:
 
 
 class PrefixStore:
-    """Restores (or saves) the state of a process's first system prompt in the server's one slot."""
+    """Restores (or saves) the state of each call's system prompt in the server's one slot, unless it is there."""
 
     def __init__(self, server: PrefixServer, directory: Path, key: str, api_key: str) -> None:
         self._server = server
         self._directory = directory
         self._key = key
         self._api_key = api_key
-        self._primed = False
+        self._in_slot: str | None = None
+        """The system prompt the slot's cached prompt starts with (every call goes through ``prime``)."""
         self.outcome: str | None = None
-        """What the first call found: ``"restored"`` (from its file), ``"saved"`` (computed, then saved), or None."""
+        """What the last ``prime`` did: ``"restored"`` (from its file), ``"saved"`` (computed, then saved), or
+        None (the slot already started with that system prompt, there was none, or a slot action failed)."""
 
     def file_name(self, system: str) -> str:
         """The slot file of ``system`` on this model."""
         return hashlib.sha256(f"{self._key}\0{system}".encode()).hexdigest()[:32] + ".bin"
 
     def prime(self, chat: list[dict[str, str]]) -> None:
-        """Before the first call of this process (callers hold the server's lock): the slot starts with
-        the state of ``chat``'s system prompt, restored from its file or computed and saved."""
-        if self._primed:
+        """Before each call (callers hold the server's lock): the slot starts with the state of ``chat``'s
+        system prompt, left as it is when it already does, else restored from its file or computed and saved.
+
+        Only a shortcut: llama.cpp matches the prompt's tokens against its slot itself, so a wrong guess of
+        what the slot holds (a call that failed half-way) costs time, never a wrong answer."""
+        self.outcome = None
+        system = chat[0]["content"] if chat and chat[0]["role"] == "system" else None
+        if system is None or system == self._in_slot:
+            self._in_slot = system
             return
-        self._primed = True
-        if not chat or chat[0]["role"] != "system":
-            return
-        name = self.file_name(chat[0]["content"])
+        self._in_slot = system  # the call that follows leaves the slot starting with it, whatever happens here
+        name = self.file_name(system)
         path = self._directory / name
         if path.is_file():
             if self._slot_action("restore", name):
