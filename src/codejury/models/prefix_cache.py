@@ -7,7 +7,11 @@ turns between them: the generalist, then its checks, then the next review's gene
 service worker). So a call whose system prompt is not the one the slot starts with restores that
 prompt's state from ``$CODEJURY_CACHE_DIR/prompts/`` (or computes it and saves it there), and
 llama.cpp computes only what follows; a call with the slot's own system prompt leaves the slot alone,
-as llama.cpp already reuses the longer prefix it holds.
+as llama.cpp already reuses the longer prefix it holds. llama.cpp's own RAM prompt cache also brings
+back an earlier prompt, but only one that an ordinary call displaced, never one a restore replaced
+(measured: a process that restored its rules, then a check's prompt, found 3 of the rules' 276
+tokens in its cache when it came back to them); a restore reads the file either way, in about the
+time llama.cpp takes to bring a prompt back from RAM.
 
 A file holds the state of one system prompt and nothing else (never a change under review); its name
 is a hash of the llama.cpp build, the model file, the context size and the prompt text, so a file
