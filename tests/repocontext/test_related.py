@@ -18,6 +18,7 @@ from codejury.change.diffparse import parse_diff
 from codejury.repocontext import RepoContext
 from codejury.repocontext import context as context_module
 from codejury.repocontext.context import CHARS_PER_TOKEN
+from tests.repocontext.conftest import write_repo
 
 CART_DIFF = b"""diff --git a/shop/cart.py b/shop/cart.py
 --- a/shop/cart.py
@@ -230,3 +231,71 @@ def test_a_name_the_change_defines_is_not_looked_up_elsewhere(repo: Path) -> Non
     # The change's own unit_price (a lambda the index holds as no definition) is not shop/prices.py's.
     section = RepoContext(repo, use_cache=False).related_section(parse_diff(diff), 600, 100_000)
     assert "unit_price" not in section
+
+
+GO_TEST_DIFF = b"""diff --git a/api/types_test.go b/api/types_test.go
+--- a/api/types_test.go
++++ b/api/types_test.go
+@@ -1,4 +1,7 @@
+ package api
+%b
+ func TestDefaults(t *testing.T) {
++\tt.Run("default", func(t *testing.T) {
++\t\tpool.Start()
++\t})
+ }
+""" % b" "
+
+
+def _go_repo(root: Path, **extra: str) -> Path:
+    files = {
+        "api/types_test.go": 'package api\n\nfunc TestDefaults(t *testing.T) {\n\tt.Run("default", func(t *testing.T) {\n'
+        "\t\tpool.Start()\n\t})\n}\n",
+        "app/lifecycle.go": "package app\n\nfunc Run() {\n\tstart()\n}\n",
+        "server/sched.go": "package server\n\nfunc (s *Scheduler) Run(ctx context.Context) {\n\ts.loop(ctx)\n}\n",
+    }
+    return write_repo(root, {**files, **extra})
+
+
+def test_a_method_called_on_a_value_is_shown_only_when_the_index_can_tell_which(tmp_path: Path) -> None:
+    # `t.Run` is testing.T's: neither the free function Run nor the one method Run of another type in the repository.
+    repo = _go_repo(tmp_path / "one", **{"server/other.go": "package server\n\nfunc (w *Worker) Run() {\n}\n"})
+    section = RepoContext(repo, use_cache=False).related_section(parse_diff(GO_TEST_DIFF), 600, 100_000)
+    assert "definition of Run" not in section
+    # One method of a name in the whole repository: that is the one a value's call can reach.
+    repo = _go_repo(tmp_path / "two", **{"server/start.go": "package server\n\nfunc (s *Scheduler) Start() {\n}\n"})
+    section = RepoContext(repo, use_cache=False).related_section(parse_diff(GO_TEST_DIFF), 600, 100_000)
+    assert "definition of Start (function Start) in server/start.go" in section
+
+
+def test_a_name_called_through_its_type_is_that_types_definition(repo: Path) -> None:
+    (repo / "shop/invoice.py").write_text(
+        "class Invoice:\n    def total(self):\n        return 1\n\n    @staticmethod\n    def build(order):\n"
+        "        return Invoice()\n",
+        encoding="utf-8",
+    )
+    (repo / "shop/quote.py").write_text("class Quote:\n    @staticmethod\n    def build(order):\n        return 0\n")
+    checkout = repo / "shop/checkout.py"
+    checkout.write_text(checkout.read_text().replace("amount = cart.total()", "amount = Invoice.build(cart).total()"))
+    diff = b"""diff --git a/shop/checkout.py b/shop/checkout.py
+--- a/shop/checkout.py
++++ b/shop/checkout.py
+@@ -4,3 +4,3 @@
+ def checkout(cart: Cart) -> float:
+-    amount = cart.total()
++    amount = Invoice.build(cart).total()
+     return charge_card(amount)
+"""
+    section = RepoContext(repo, use_cache=False).related_section(parse_diff(diff), 600, 100_000)
+    assert "definition of build (function Invoice.build) in shop/invoice.py" in section
+    assert "shop/quote.py" not in section
+
+
+def test_a_caller_whose_code_repeats_another_callers_is_shown_once(repo: Path) -> None:
+    body = "from shop.cart import Cart\n\n\ndef handle(request):\n    cart = Cart()\n    return cart.total()\n"
+    (repo / "web/one.py").write_text(body, encoding="utf-8")
+    (repo / "web/two.py").write_text(body, encoding="utf-8")
+    _head(repo)
+    section = RepoContext(repo, use_cache=False).related_section(parse_diff(DIFF), 600, 100_000)
+    callers = [line for line in section.splitlines() if line.startswith("# caller of total")]
+    assert len([c for c in callers if "web/" in c]) == 1, section

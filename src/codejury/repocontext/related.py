@@ -15,7 +15,11 @@ name elsewhere is shown. A name the added lines use only through a
 package or module of the repository (``settings.timeout()``, ``prices.unit_price(...)``) is
 looked up in that package only: a function of the same name elsewhere is another function, and when
 the package's own definition is one the index does not hold (a Go ``var``), nothing is shown rather
-than the wrong one. A piece whose lines the patch already shows is left out: the prompt has them once.
+than the wrong one. A name used only through a value or a type (``t.Run``, ``Invoice.build``) is that type's
+method when the qualifier names a type of the repository, else the one method of that name the index holds: a free
+function is never called through a value, and of several methods the index cannot tell which a value's type has.
+A piece whose lines the patch already shows, or whose code repeats an earlier piece's line for line, is left out:
+the prompt has them once.
 
 Pieces are added while they fit ``budget_chars``; one that does not fit is shortened to its first
 lines or left out, so the section never grows past its budget. The section is built
@@ -62,6 +66,10 @@ _DEFINES = re.compile(
 """A line that defines or assigns a name (``def f``, ``func (r T) f``, ``class C``, ``x = ...``, ``x := ...``)."""
 _IMPORT = re.compile(r"^\s*(?:import|from|use|using|require|#\s*include)\b|^\s*export\b.*\bfrom\b")
 """A line that imports or includes names (Python, JavaScript/TypeScript, Go, Java, Rust, C#, PHP, Ruby, C/C++)."""
+_OWN_OBJECT = frozenset({"self", "this", "cls", "super", "Self", "base"})
+"""Qualifiers that name the calling code's own object or class: its definition is the nearest one of that name."""
+_GO_METHOD = re.compile(r"^\s*func\s*\(")
+"""The first line of a Go method (``func (r *T) Name(``): the chunker names it as it names a function."""
 _FAMILY = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
 """Languages whose code calls each other's by name (a TypeScript file imports a JavaScript one, C++ calls C)."""
 
@@ -177,6 +185,30 @@ def _in_package(path: str, packages: set[str]) -> bool:
     return pure.stem in packages or any(part in packages for part in pure.parts[:-1])
 
 
+def _through_values(index: RepoIndex, candidates: list[int], qualifiers: set[str], lines: _Lines) -> list[int]:
+    """The definitions a name used only as ``value.name`` or ``Type.name`` can be: the type's own (``Cart.total``
+    for ``Cart.total(...)``, ``Foo.new`` for ``Foo::new()``), else the one method of that name the index holds.
+
+    A free function is never called through a value, and which of several methods a value's type has the index
+    cannot tell (``t.Run`` in a Go test is ``testing.T``'s): several, or none, show nothing rather than a guess."""
+    typed = [c for c in candidates if index.chunks[c].name.rpartition(".")[0].rpartition(".")[2] in qualifiers]
+    if typed:
+        return typed
+    methods = [c for c in candidates if _is_method(index, c, lines)]
+    return methods if len(methods) == 1 else []
+
+
+def _is_method(index: RepoIndex, cid: int, lines: _Lines) -> bool:
+    """Whether a definition belongs to a type: nested in a class or ``impl`` (``Cart.total``), or a Go method."""
+    chunk = index.chunks[cid]
+    if chunk.kind != "function":
+        return False
+    if "." in chunk.name:
+        return True
+    text = lines.of(index.path_of(cid))
+    return text is not None and 0 < chunk.start <= len(text) and _GO_METHOD.match(text[chunk.start - 1]) is not None
+
+
 def _closeness(a: str, b: str) -> int:
     """How many leading directories two paths share (a nearer definition is shown first)."""
     shared = 0
@@ -224,6 +256,8 @@ def _definition_pieces(
             wanted = {q for q in named_by if q is not None}
             if wanted <= packages:  # only ever package.name: that package's definition, or none
                 candidates = [c for c in candidates if _in_package(index.path_of(c), wanted)]
+            elif not wanted & (packages | _OWN_OBJECT):  # only ever value.name or Type.name
+                candidates = _through_values(index, candidates, wanted, lines)
         if not candidates or any(index.chunks[c].start in shown.get(index.path_of(c), ()) for c in candidates):
             continue  # none, or one whose first line the patch shows: the model reads that definition there
         near = paths[0] if paths else ""
@@ -299,7 +333,20 @@ def related_pieces(index: RepoIndex, files: Sequence[FileChange]) -> list[Piece]
     for pair in zip(definitions, callers, strict=False):
         ordered += pair
     longer = definitions if len(definitions) > len(callers) else callers
-    return ordered + longer[min(len(definitions), len(callers)) :]
+    return _once(ordered + longer[min(len(definitions), len(callers)) :])
+
+
+def _once(pieces: Sequence[Piece]) -> list[Piece]:
+    """``pieces`` without those whose code repeats an earlier one's line for line (the same call in a copied
+    function of another file): the prompt has that code once."""
+    seen: set[tuple[str, ...]] = set()
+    out: list[Piece] = []
+    for piece in pieces:
+        code = tuple(text.strip() for _, text in piece.lines)
+        if code not in seen:
+            seen.add(code)
+            out.append(piece)
+    return out
 
 
 def fitted(ordered: Sequence[Piece], budget_chars: int) -> str:
