@@ -233,7 +233,8 @@ def test_a_name_the_change_defines_is_not_looked_up_elsewhere(repo: Path) -> Non
     assert "unit_price" not in section
 
 
-GO_TEST_DIFF = b"""diff --git a/api/types_test.go b/api/types_test.go
+GO_TEST_DIFF = (
+    b"""diff --git a/api/types_test.go b/api/types_test.go
 --- a/api/types_test.go
 +++ b/api/types_test.go
 @@ -1,4 +1,7 @@
@@ -244,13 +245,15 @@ GO_TEST_DIFF = b"""diff --git a/api/types_test.go b/api/types_test.go
 +\t\tpool.Start()
 +\t})
  }
-""" % b" "
+"""
+    % b" "
+)
 
 
 def _go_repo(root: Path, **extra: str) -> Path:
     files = {
-        "api/types_test.go": 'package api\n\nfunc TestDefaults(t *testing.T) {\n\tt.Run("default", func(t *testing.T) {\n'
-        "\t\tpool.Start()\n\t})\n}\n",
+        "api/types_test.go": "package api\n\nfunc TestDefaults(t *testing.T) {\n"
+        '\tt.Run("default", func(t *testing.T) {\n\t\tpool.Start()\n\t})\n}\n',
         "app/lifecycle.go": "package app\n\nfunc Run() {\n\tstart()\n}\n",
         "server/sched.go": "package server\n\nfunc (s *Scheduler) Run(ctx context.Context) {\n\ts.loop(ctx)\n}\n",
     }
