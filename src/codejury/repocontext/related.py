@@ -191,11 +191,16 @@ def _through_values(index: RepoIndex, candidates: list[int], qualifiers: set[str
 
     A free function is never called through a value, and which of several methods a value's type has the index
     cannot tell (``t.Run`` in a Go test is ``testing.T``'s): several, or none, show nothing rather than a guess."""
-    typed = [c for c in candidates if index.chunks[c].name.rpartition(".")[0].rpartition(".")[2] in qualifiers]
+    typed = [c for c in candidates if _owner(index.chunks[c].name) in qualifiers]
     if typed:
         return typed
     methods = [c for c in candidates if _is_method(index, c, lines)]
     return methods if len(methods) == 1 else []
+
+
+def _owner(qualified: str) -> str:
+    """The innermost type a definition's qualified name puts it in (``B`` for ``A.B.total``; "" for ``total``)."""
+    return qualified.rpartition(".")[0].rpartition(".")[2]
 
 
 def _is_method(index: RepoIndex, cid: int, lines: _Lines) -> bool:
@@ -256,7 +261,7 @@ def _definition_pieces(
             wanted = {q for q in named_by if q is not None}
             if wanted <= packages:  # only ever package.name: that package's definition, or none
                 candidates = [c for c in candidates if _in_package(index.path_of(c), wanted)]
-            elif not wanted & (packages | _OWN_OBJECT):  # only ever value.name or Type.name
+            elif wanted.isdisjoint(packages) and wanted.isdisjoint(_OWN_OBJECT):  # only value.name or Type.name
                 candidates = _through_values(index, candidates, wanted, lines)
         if not candidates or any(index.chunks[c].start in shown.get(index.path_of(c), ()) for c in candidates):
             continue  # none, or one whose first line the patch shows: the model reads that definition there
