@@ -94,10 +94,10 @@ class PrefixStore:
         what the slot holds (a call that failed half-way) costs time, never a wrong answer."""
         self.outcome = None
         system = chat[0]["content"] if chat and chat[0]["role"] == "system" else None
-        if system is None or system == self._in_slot:
-            self._in_slot = system
+        # The call that follows leaves the slot starting with ``system``, whatever happens here.
+        previous, self._in_slot = self._in_slot, system
+        if system is None or system == previous:
             return
-        self._in_slot = system  # the call that follows leaves the slot starting with it, whatever happens here
         name = self.file_name(system)
         path = self._directory / name
         if path.is_file():
