@@ -254,21 +254,21 @@ def _go_repo(root: Path, **extra: str) -> Path:
     files = {
         "api/types_test.go": "package api\n\nfunc TestDefaults(t *testing.T) {\n"
         '\tt.Run("default", func(t *testing.T) {\n\t\tpool.Start()\n\t})\n}\n',
-        "app/lifecycle.go": "package app\n\nfunc Run() {\n\tstart()\n}\n",
-        "server/sched.go": "package server\n\nfunc (s *Scheduler) Run(ctx context.Context) {\n\ts.loop(ctx)\n}\n",
+        "cli/main.go": "package cli\n\nfunc Run() {\n\tstart()\n}\n",
+        "jobs/queue.go": "package jobs\n\nfunc (q *Queue) Run(ctx context.Context) {\n\tq.loop(ctx)\n}\n",
     }
     return write_repo(root, {**files, **extra})
 
 
 def test_a_method_called_on_a_value_is_shown_only_when_the_index_can_tell_which(tmp_path: Path) -> None:
     # `t.Run` is testing.T's: neither the free function Run nor the one method Run of another type in the repository.
-    repo = _go_repo(tmp_path / "one", **{"server/other.go": "package server\n\nfunc (w *Worker) Run() {\n}\n"})
+    repo = _go_repo(tmp_path / "one", **{"jobs/worker.go": "package jobs\n\nfunc (w *Worker) Run() {\n}\n"})
     section = RepoContext(repo, use_cache=False).related_section(parse_diff(GO_TEST_DIFF), 600, 100_000)
     assert "definition of Run" not in section
     # One method of a name in the whole repository: that is the one a value's call can reach.
-    repo = _go_repo(tmp_path / "two", **{"server/start.go": "package server\n\nfunc (s *Scheduler) Start() {\n}\n"})
+    repo = _go_repo(tmp_path / "two", **{"jobs/start.go": "package jobs\n\nfunc (q *Queue) Start() {\n}\n"})
     section = RepoContext(repo, use_cache=False).related_section(parse_diff(GO_TEST_DIFF), 600, 100_000)
-    assert "definition of Start (function Start) in server/start.go" in section
+    assert "definition of Start (function Start) in jobs/start.go" in section
 
 
 def test_a_name_called_through_its_type_is_that_types_definition(repo: Path) -> None:
