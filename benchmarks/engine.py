@@ -236,7 +236,8 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
     for n in ran:
         print(f"  {n:<14} {first_requests[n]:>13} {pasted[n]:>14}")
     ratio = laid_out / pasted_total
-    print(f"  {'total':<14} {laid_out:>13} {pasted_total:>14}   ratio {ratio:.2f} (target <= 0.33)")
+    verdict = "met" if ratio <= 0.33 else "NOT met"
+    print(f"  {'total':<14} {laid_out:>13} {pasted_total:>14}   ratio {ratio:.2f} (target <= 0.33: {verdict})")
     print("  (tokens estimated at 3.5 characters each, tool definitions included in the first request)")
     return {"reviewers": ran, "first_requests": first_requests, "pasted": pasted, "ratio": round(ratio, 3)}
 
