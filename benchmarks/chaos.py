@@ -72,6 +72,12 @@ async def one_review(change: Any, settings: Any, events: Any) -> tuple[Any, floa
 
 
 async def run(reviews: int, seed: int, rate: float) -> int:
+    """The fault-free run, then the run under faults, on one change in a temporary repository removed after."""
+    with tempfile.TemporaryDirectory(prefix="codejury-chaos-") as folder:
+        return await _runs(Path(folder), reviews, seed, rate)
+
+
+async def _runs(tmp: Path, reviews: int, seed: int, rate: float) -> int:
     from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
 
     from codejury.models import registry
@@ -92,7 +98,6 @@ async def run(reviews: int, seed: int, rate: float) -> int:
         "truncated",
     ]
     rates = {k: rate / len(kinds) for k in kinds}
-    tmp = Path(tempfile.mkdtemp(prefix="codejury-chaos-"))
     change = make_change(tmp, {PATH: (AUTH_OLD, AUTH_NEW)})
     outcomes: dict[str, list[tuple[Any, float]]] = {}
     transitions: list[dict[str, Any]] = []

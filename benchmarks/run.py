@@ -114,6 +114,14 @@ def run_review(repo: Path, label: str, *, scripted: bool = False) -> dict[str, A
     return {"label": label, "wall_s": round(wall, 1), "peak_rss_mib": round(peak_kib / 1024), "review": review}
 
 
+def review_and_remove(repo: Path, label: str, *, scripted: bool) -> dict[str, Any]:
+    """``run_review`` of ``repo``, then its temporary folder (``demo_repo``, ``lite_repo``) is removed."""
+    try:
+        return run_review(repo, label, scripted=scripted)
+    finally:
+        shutil.rmtree(repo.parent, ignore_errors=True)
+
+
 def demo_repo() -> Path:
     dest = Path(tempfile.mkdtemp(prefix="codejury-demo-")) / "repo"
     subprocess.run(
@@ -191,7 +199,7 @@ def main() -> None:
         print("smoke size: the scripted model (the embedded model is not loaded), one demo run; recall not measured")
     results: list[dict[str, Any]] = []
     if not args.skip_lite:
-        lite = run_review(lite_repo(), "lite-tier review (~90 changed lines)", scripted=args.smoke)
+        lite = review_and_remove(lite_repo(), "lite-tier review (~90 changed lines)", scripted=args.smoke)
         print_run(lite)
         verdict = "within" if lite["wall_s"] <= 180 else "OVER"
         print(f"  target <= 180 s: {verdict}" + (" (scripted model)" if args.smoke else ""))
@@ -199,7 +207,7 @@ def main() -> None:
     if not args.skip_demo:
         hits: dict[str, int] = {pid: 0 for pid, *_ in PLANTED}
         for i in range(runs):
-            result = run_review(demo_repo(), f"demo review, run {i + 1}/{runs}", scripted=args.smoke)
+            result = review_and_remove(demo_repo(), f"demo review, run {i + 1}/{runs}", scripted=args.smoke)
             print_run(result)
             results.append(result)
             if args.smoke:

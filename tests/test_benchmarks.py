@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -110,17 +113,33 @@ FIGURES: dict[str, list[str]] = {
 }
 
 
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """The benchmark's temporary directory (its TMPDIR), where it can be seen whether it removed what it made there:
+    `make bench` must not fill /tmp run after run. Under the system's own, open to other users to pass through (the
+    PostgreSQL server a benchmark starts runs as a user of its own), removed after the test."""
+    folder = Path(tempfile.mkdtemp(prefix="codejury-bench-tmp-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_every_benchmark_has_a_smoke_run() -> None:
     assert sorted(FIGURES) == sorted(p.stem for p in BENCHMARKS.glob("*.py"))
 
 
 @pytest.mark.benchmark
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_benchmark_runs_at_smoke_size(name: str, tmp_path: Path) -> None:
+def test_benchmark_runs_at_smoke_size(name: str, tmp_path: Path, scratch: Path) -> None:
     # codejury's cache where a user's would be (no CODEJURY_REPO_CACHE from the suite): a benchmark writes nothing
     # there, as `make bench` must leave the cache of the person running it as it found it.
     cache = tmp_path / "user-cache"
-    env = {k: v for k, v in os.environ.items() if k != "CODEJURY_REPO_CACHE"} | {"CODEJURY_CACHE_DIR": str(cache)}
+    env = {k: v for k, v in os.environ.items() if k != "CODEJURY_REPO_CACHE"} | {
+        "CODEJURY_CACHE_DIR": str(cache),
+        "TMPDIR": str(scratch),
+    }
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / f"{name}.py"), "--smoke"],
         cwd=tmp_path,
@@ -140,3 +159,4 @@ def test_benchmark_runs_at_smoke_size(name: str, tmp_path: Path) -> None:
     missing = [figure for figure in FIGURES[name] if not re.search(figure, done.stdout, re.MULTILINE)]
     assert not missing, f"figures not printed: {missing}\n{shown}"
     assert not cache.exists() or not any(cache.iterdir()), sorted(p.name for p in cache.iterdir())
+    assert not any(scratch.iterdir()), f"left in its temporary directory: {sorted(p.name for p in scratch.iterdir())}"
