@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 import threading
 import time
 
 import pytest
 
-from codejury.service.review_loop import ReviewLoop
+from codejury.service.review_loop import SWITCH_INTERVAL_S, ReviewLoop, prepare_serving_process
 
 
 def block(seconds: float) -> None:
@@ -78,3 +80,17 @@ async def test_home_runs_work_on_the_callers_loop() -> None:
         assert await reviews.run(review) is True
     finally:
         await reviews.close()
+
+
+def test_the_serving_process_hands_the_interpreter_to_the_webhook_loop_every_millisecond() -> None:
+    # codejury serve's start-up: the review path's long-lived objects out of the collector's passes, and a thread
+    # running a review gives the interpreter lock up after 1 ms (Python's default: 5 ms), so a webhook answer
+    # that waits for it at each socket read and write waits less.
+    default = sys.getswitchinterval()
+    try:
+        prepare_serving_process()
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S) and default > SWITCH_INTERVAL_S
+        assert gc.get_freeze_count() > 0
+    finally:
+        sys.setswitchinterval(default)
+        gc.unfreeze()

@@ -376,9 +376,9 @@ def serve_command(host: str, port: int, log_format: LogFormat, **flags: Any) -> 
     except ConfigError as exc:
         log(str(exc))
         raise SystemExit(2) from None
-    from codejury.service.review_loop import freeze_start_up_heap
+    from codejury.service.review_loop import prepare_serving_process
 
-    freeze_start_up_heap()  # no 200 ms collector pauses under the webhook loop once reviews ran
+    prepare_serving_process()  # no 200 ms collector pauses under the webhook loop, and a 1 ms interpreter lock turn
     if log_format == "json":
         log.install()  # uvicorn's lines too, as JSON
     from uvicorn.config import LOGGING_CONFIG
