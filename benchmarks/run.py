@@ -78,8 +78,9 @@ def _review_env() -> dict[str, str]:
 
 def run_review(repo: Path, label: str, *, scripted: bool = False) -> dict[str, Any]:
     """Run ``codejury review --format json`` in ``repo`` as a child process and measure it
-    (``scripted``: on the scripted model instead of the embedded one)."""
-    out = Path(tempfile.mkdtemp(prefix="codejury-bench-")) / "review.json"
+    (``scripted``: on the scripted model instead of the embedded one). The review's JSON is written beside
+    ``repo``, in the temporary folder ``demo_repo`` or ``lite_repo`` made for it (``review_and_remove``)."""
+    out = repo.parent / "review.json"
     command = [sys.executable, "-c", SCRIPTED_CODEJURY] if scripted else [str(CODEJURY)]
     model_args = list(SCRIPTED_ARGS) if scripted else []
     started = time.monotonic()
@@ -110,12 +111,12 @@ def run_review(repo: Path, label: str, *, scripted: bool = False) -> dict[str, A
     if proc.returncode != 0:
         raise SystemExit(f"{label}: codejury exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     review = json.loads(out.read_text())
-    shutil.rmtree(out.parent, ignore_errors=True)
     return {"label": label, "wall_s": round(wall, 1), "peak_rss_mib": round(peak_kib / 1024), "review": review}
 
 
 def review_and_remove(repo: Path, label: str, *, scripted: bool) -> dict[str, Any]:
-    """``run_review`` of ``repo``, then its temporary folder (``demo_repo``, ``lite_repo``) is removed."""
+    """``run_review`` of ``repo``, then its temporary folder (``demo_repo``, ``lite_repo``) is removed, the review's
+    JSON with it, whether the review succeeded or not."""
     try:
         return run_review(repo, label, scripted=scripted)
     finally:
