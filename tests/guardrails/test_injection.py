@@ -132,9 +132,9 @@ def test_each_rules_first_characters_cover_every_match_it_can_make() -> None:
     """The lookahead that speeds a rule up never hides one of its matches."""
     from re import _parser as parser
 
-    from codejury.guardrails.injection import _PHRASES, FIRST_CHARACTERS
+    from codejury.guardrails.injection import FIRST_CHARACTERS, _phrases
 
-    patterns = dict(_PHRASES)
+    patterns = dict(_phrases())
     assert set(FIRST_CHARACTERS) <= set(patterns)
     for rule, declared in FIRST_CHARACTERS.items():
         pattern = patterns[rule]

@@ -45,6 +45,7 @@ before that, is the one that measures them.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -312,11 +313,15 @@ _PHRASE_SOURCES: tuple[tuple[str, str, str, re.RegexFlag], ...] = (
     ("boundary-tag", r"<\s*/?\s*(?:" + "|".join(BOUNDARY_TAGS) + r")\b[^>]*>", "", _I),
     ("authority-claim", _AUTHORITY_LATIN, "", _I),
 )
-_PHRASES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (rule, re.compile("|".join(part for part in (latin, other) if part), flags))
-    for rule, latin, other, flags in _PHRASE_SOURCES
-)
-"""Every phrase rule, whole: its phrases in Latin script and in the other scripts."""
+
+
+@functools.cache
+def _phrases() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Every phrase rule, whole: its phrases in Latin script and in the other scripts."""
+    return tuple(
+        (rule, re.compile("|".join(part for part in (latin, other) if part), flags))
+        for rule, latin, other, flags in _PHRASE_SOURCES
+    )
 
 
 FIRST_CHARACTERS: dict[str, str] = {
@@ -342,20 +347,32 @@ _SEARCHED_LATIN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (rule, _searched(rule, latin, flags & ~re.IGNORECASE, ascii_start=True))
     for rule, latin, _, flags in _PHRASE_SOURCES
 )
-_SEARCHED_OTHER_SCRIPTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (rule, _searched(rule, other, flags & ~re.IGNORECASE, ascii_start=False))
-    for rule, _, other, flags in _PHRASE_SOURCES
-    if other
-)
-_SEARCHED_ANY_CASE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (rule, re.compile(f"(?=[{FIRST_CHARACTERS[rule]}])(?:{p.pattern})", p.flags) if rule in FIRST_CHARACTERS else p)
-    for rule, p in _PHRASES
-)
 """The phrase rules as ``scan`` searches them. The phrases are written in lower case and read a
-lower-cased text without ``re.IGNORECASE`` (about twice as fast; ``_SEARCHED_ANY_CASE`` reads the rare
+lower-cased text without ``re.IGNORECASE`` (about twice as fast; ``_searched_any_case`` reads the rare
 text that lower-casing lengthens, a dotted capital I for one). The phrases of the other scripts are
 only looked for in a text that is not all ASCII, and apart from the Latin ones, so that neither part
-tries the other's phrases at every position."""
+tries the other's phrases at every position. Only the Latin ones are compiled when this module is
+imported (every review imports it); the others when a text first needs them (39 of the 57 ms that
+compiling all of them takes)."""
+
+
+@functools.cache
+def _searched_other_scripts() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The phrases in scripts other than Latin, as ``scan`` searches a text that is not all ASCII."""
+    return tuple(
+        (rule, _searched(rule, other, flags & ~re.IGNORECASE, ascii_start=False))
+        for rule, _, other, flags in _PHRASE_SOURCES
+        if other
+    )
+
+
+@functools.cache
+def _searched_any_case() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Every phrase rule whole, as ``scan`` searches a text that lower-casing would lengthen."""
+    return tuple(
+        (rule, re.compile(f"(?=[{FIRST_CHARACTERS[rule]}])(?:{p.pattern})", p.flags) if rule in FIRST_CHARACTERS else p)
+        for rule, p in _phrases()
+    )
 
 
 @dataclass(frozen=True)
@@ -425,9 +442,9 @@ def scan(text: str, *, hidden_comments: bool = False, one_line_phrases: bool = F
                 hits.setdefault((rule, number), Hit(rule, number, _excerpt(line, start, end)))
     folded = text if text.isascii() else normalised(text)
     read = folded.lower()
-    searched = _SEARCHED_LATIN if text.isascii() else _SEARCHED_LATIN + _SEARCHED_OTHER_SCRIPTS
+    searched = _SEARCHED_LATIN if text.isascii() else _SEARCHED_LATIN + _searched_other_scripts()
     if len(read) != len(folded):  # a character lower-cased into two: offsets would shift
-        read, searched = folded, _SEARCHED_ANY_CASE
+        read, searched = folded, _searched_any_case()
     folded_lines, read_lines = _lines(folded), _lines(read)
     starts = [0]
     for line in folded_lines[:-1]:
