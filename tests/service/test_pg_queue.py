@@ -61,13 +61,14 @@ def _worker(
     url: str, sleep_s: float, log: Path, env: dict[str, str], *more: str, extra: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
     """A ``codejury worker`` process (``codejury.testing.scripted_worker``); ``extra``: its own arguments (``sql``:
-    the reviewer's finding)."""
+    the reviewer's finding). Its temporary folders go next to ``log``, in the test's own directory: a worker
+    killed mid-review cannot remove its job's folder."""
     flags = ["--database", url, "--heartbeat", "0.5", "--stalled-after", "2", *more]
     with log.open("wb") as out:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
             [sys.executable, "-m", "codejury.testing.scripted_worker", str(sleep_s), *extra, "--", *flags],
             cwd=ROOT,
-            env=env,
+            env={**env, "TMPDIR": str(log.parent)},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
