@@ -113,6 +113,7 @@ def found_by(review: Review) -> set[str]:
     return {f.reviewer for f in review.findings}
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 @pytest.mark.parametrize(
     "fault",
@@ -163,6 +164,7 @@ async def test_an_error_another_model_cannot_fix_fails_the_reviewer_without_fail
     assert "performance" in result.summary
 
 
+@pytest.mark.waits
 async def test_retry_after_is_honoured_on_the_same_model(tmp_path: Path, server: FakeProviderServer) -> None:
     server.script_source("security-a", lambda i, m: ErrorReply(429, retry_after="1") if i == 0 else healthy(i, m))
     result, _, took = await run(tmp_path, settings(server))
@@ -187,6 +189,7 @@ async def test_truncated_output_is_retried_once_with_a_larger_budget(
     assert [e["model"] for e in events.events if e["type"] == "model_truncated"] == ["gw:security-a"]
 
 
+@pytest.mark.waits
 async def test_a_silent_model_is_killed_after_the_stall_timeout_and_heartbeats_go_to_stderr(
     tmp_path: Path, server: FakeProviderServer
 ) -> None:
@@ -207,6 +210,7 @@ async def test_a_silent_model_is_killed_after_the_stall_timeout_and_heartbeats_g
     assert any(w.startswith("performance: gw:performance-a: model is thinking… (") for w in beats), warnings
 
 
+@pytest.mark.waits
 async def test_the_reviewer_timeout_bounds_a_hung_reviewer(tmp_path: Path, server: FakeProviderServer) -> None:
     server.script("documentation-a", [HangReply(30.0)])
     cfg = settings(server, stall_timeout_s=60, reviewer_timeout_s=1.5)

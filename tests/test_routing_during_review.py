@@ -93,6 +93,7 @@ def events(tmp_path: Path, kind: str) -> list[dict[str, Any]]:
     return [e for e in map(json.loads, (tmp_path / "events.jsonl").read_text().splitlines()) if e["type"] == kind]
 
 
+@pytest.mark.waits
 def test_a_provider_disabled_during_the_review_gets_no_further_request(
     tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer
 ) -> None:
@@ -120,6 +121,7 @@ def test_a_provider_disabled_during_the_review_gets_no_further_request(
     assert code == 0, err  # the rest of the panel answered: the review stands, the failure is listed
 
 
+@pytest.mark.waits
 def test_a_model_disabled_during_the_review_is_skipped_along_its_failback_chain(
     tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer
 ) -> None:
@@ -137,6 +139,7 @@ def test_a_model_disabled_during_the_review_is_skipped_along_its_failback_chain(
     assert code == 0, err
 
 
+@pytest.mark.waits
 def test_the_kill_switch_turned_on_during_the_review_stops_it_as_partial(
     tmp_path: Path, provider: FakeProviderServer, routing: RoutingServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -63,6 +63,7 @@ async def test_no_python_files_means_no_run_and_no_skip_line(tmp_path: Path) -> 
     assert await RuffAnalyzer(binary=tmp_path / "missing").analyze(change) == []
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize(
     ("script", "needle"),
     [("echo boom >&2; exit 2", "exited with 2: boom"), ("echo '{not json'", "not JSON"), ("sleep 30", "limit")],

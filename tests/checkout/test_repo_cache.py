@@ -75,6 +75,7 @@ def test_the_least_recently_used_repository_goes_first(served: tuple[FakeGitHub,
     assert len(left) == 1 and left.isdisjoint(first)
 
 
+@pytest.mark.waits
 def test_a_fetch_with_no_answer_is_one_line_within_its_timeout(tmp_path: Path) -> None:
     import socket
 

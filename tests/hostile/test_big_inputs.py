@@ -71,6 +71,7 @@ def test_an_endless_fifo_as_the_diff(tmp_path: Path, endless_fifo: Path) -> None
     run.assert_bounded(WALL_S)
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("source", ["--diff", "--config"])
 def test_a_fifo_nobody_writes_to_ends_after_the_read_timeout(tmp_path: Path, source: str) -> None:
     silent = tmp_path / "silent.fifo"
@@ -84,6 +85,7 @@ def test_a_fifo_nobody_writes_to_ends_after_the_read_timeout(tmp_path: Path, sou
     run.assert_bounded(10.0)
 
 
+@pytest.mark.waits
 def test_a_diff_on_stdin_from_a_stalled_writer_ends_after_the_read_timeout(tmp_path: Path) -> None:
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc to hand a pipe's read end to the child as its stdin")

@@ -71,6 +71,7 @@ def test_a_body_that_is_not_a_routing_document(
     run.assert_bounded(WALL_S)
 
 
+@pytest.mark.waits
 def test_a_server_slower_than_the_timeout(tmp_path: Path, server: RoutingServer) -> None:
     server.hang_s = 30.0
     run = plan(tmp_path, "--remote-config", server.url)
@@ -78,6 +79,7 @@ def test_a_server_slower_than_the_timeout(tmp_path: Path, server: RoutingServer)
     run.assert_bounded(WALL_S)
 
 
+@pytest.mark.waits
 def test_a_server_that_drips_forever(tmp_path: Path, server: RoutingServer) -> None:
     run = plan(tmp_path, env={"CODEJURY_REMOTE_CONFIG": server.origin + "/drip"})
     assert_one_warning_and_a_plan(run, "no answer within 5s")

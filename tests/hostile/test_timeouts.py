@@ -141,6 +141,7 @@ def test_reviewer_and_overall_timeouts_fire_while_a_tool_is_stuck(
     assert errors.get("security") == cause, errors
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize(
     ("settings", "cause"),
     [

@@ -88,6 +88,7 @@ def closed_port() -> Iterator[int]:
     yield port
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("store", ["postgresql-hung", "https-refused"])
 def test_a_dead_store_costs_the_command_at_most_two_seconds_and_it_says_so(
     tmp_path: Path, silent_server: int, closed_port: int, store: str

@@ -7,6 +7,7 @@ import multiprocessing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from codejury.config import DailyLimits
@@ -69,6 +70,7 @@ def test_a_store_not_created_yet_counts_nothing(tmp_path: object) -> None:
     assert checked.refusal is None and checked.unchecked is None and checked.usage == DayUsage("2026-11-02")
 
 
+@pytest.mark.waits
 def test_a_store_that_does_not_answer_leaves_the_caps_unchecked(silent_server: int) -> None:
     url = f"postgresql://codejury@127.0.0.1:{silent_server}/reviews"
     started = datetime.now(UTC)

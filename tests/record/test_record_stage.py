@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from codejury.findings import Review
@@ -62,6 +63,7 @@ async def test_the_jsonl_recorder_appends_the_events_and_the_review(tmp_path: Pa
     assert {"plan", "review_finished"} <= {line["type"] for line in lines[:-1]}
 
 
+@pytest.mark.waits
 async def test_a_broken_or_hanging_recorder_costs_at_most_two_seconds_and_one_warning(tmp_path: Path) -> None:
     warnings: list[str] = []
     path = tmp_path / "after.jsonl"

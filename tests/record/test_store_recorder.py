@@ -132,6 +132,7 @@ def test_closing_writes_what_is_queued_but_never_waits_again_on_a_store_that_did
     hung.release.set()
 
 
+@pytest.mark.waits
 def test_a_hanging_store_costs_at_most_two_seconds_and_pending_records_are_capped_at_50() -> None:
     sink = Blocking()
     recorder = StoreRecorder(sink, wait_s=0.05)
@@ -151,6 +152,7 @@ def test_a_hanging_store_costs_at_most_two_seconds_and_pending_records_are_cappe
     assert len(sink.written) == 51  # everything that was queued is written once the store answers
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("scheme", ["postgresql", "http"])
 async def test_a_review_against_a_dead_store_takes_at_most_two_seconds_more_and_says_it_was_not_recorded(
     tmp_path: Path, silent_server: int, scheme: str

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -42,6 +43,7 @@ async def beats(model: ResilientModel) -> list[str]:
     return lines
 
 
+@pytest.mark.waits
 async def test_a_model_streaming_its_answer_is_writing_not_thinking_for_0s() -> None:
     lines = await beats(chunks_after([0.1] * 22))  # a word every 0.1 s for 2.2 s (longer on a busy machine)
 
@@ -53,6 +55,7 @@ async def test_a_model_streaming_its_answer_is_writing_not_thinking_for_0s() -> 
     assert not any("thinking" in line for line in lines), lines
 
 
+@pytest.mark.waits
 async def test_silence_is_counted_from_the_last_output_not_from_the_last_beat() -> None:
     lines = await beats(chunks_after([0.0, 0.2, 2.1]))  # two words at once, then 2.1 s of silence
 

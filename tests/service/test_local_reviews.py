@@ -221,6 +221,7 @@ async def test_a_review_cut_short_by_a_stop_runs_again_at_the_next_start(tmp_pat
         await second.close()
 
 
+@pytest.mark.waits
 async def test_a_forge_outage_is_retried_with_backoff_then_reviewed(tmp_path: Path) -> None:
     ran: list[str] = []
     lines: list[str] = []

@@ -47,6 +47,7 @@ def jobs(got: Samples) -> tuple[float, float]:
     ]
 
 
+@pytest.mark.waits
 async def test_serve_exports_build_info_queue_depth_and_the_reviews_it_ran(gl: FakeGitLab, tmp_path: Path) -> None:
     scripted = ScriptedResolver(
         {"reviewer": [Sleep(1.5, Final([FINDING])), Final([FINDING])], "coordinator": [Raw({"decisions": []})]}

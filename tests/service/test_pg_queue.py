@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx2
 import psycopg
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from codejury import __version__
@@ -108,6 +109,7 @@ async def _until(check: Callable[[], bool], timeout_s: float, what: str) -> None
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.waits
 async def test_a_killed_workers_review_is_finished_by_another_worker_without_duplicates(
     new_pg_database: Callable[[], str], gl: FakeGitLab, tmp_path: Path
 ) -> None:

@@ -160,6 +160,7 @@ async def test_credentials_in_the_push_url_go_as_basic_auth_and_never_into_a_war
     assert warnings[0].startswith("metrics: could not push to the Pushgateway at http://127.0.0.1:9/")
 
 
+@pytest.mark.waits
 async def test_an_unreachable_or_silent_pushgateway_costs_one_warning_and_at_most_two_seconds(tmp_path: Path) -> None:
     review, events = await scripted_review(tmp_path)
     warnings: list[str] = []
