@@ -5,7 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,8 @@ from pydantic_ai import models
 
 from codejury.models import registry
 from codejury.resilience import BOARDS
+from codejury.testing.postgres import PostgresServer, PostgresStartFailed, PostgresUnavailable
+from codejury.testing.postgres import postgres_server as start_postgres
 from codejury.testing.provider_server import FakeProviderServer
 
 models.ALLOW_MODEL_REQUESTS = False
@@ -139,6 +141,28 @@ def _no_user_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         # The repository index's cache too (not the whole cache directory: the embedded model's file lives there).
         patch.setattr("codejury.repocontext.store.default_cache_dir", lambda: index_cache)
         yield
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server (``codejury.testing.postgres``: ``initdb`` and ``pg_ctl`` into a temporary directory on
+    a free loopback port, as the ``postgres`` user when the tests run as root), one per test session: the store's,
+    the service's and the dashboard's tests share it (a pytest-xdist worker is a session of its own). It skips,
+    saying why, only where no server can be started: no binaries (``make test-deps`` installs them) or no
+    unprivileged user to run one."""
+    try:
+        with start_postgres() as server:
+            yield server
+    except PostgresUnavailable as exc:
+        pytest.skip(f"{exc}: the PostgreSQL tests cannot run")
+    except PostgresStartFailed as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture
+def new_pg_database(postgres_server: PostgresServer) -> Callable[[], str]:
+    """Creates an empty database on the session's server and returns its URL."""
+    return postgres_server.new_database
 
 
 @pytest.fixture(autouse=True)

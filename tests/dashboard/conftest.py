@@ -1,4 +1,4 @@
-"""Fixtures for the dashboard's tests: a store per backend (the record tests' real PostgreSQL), and a
+"""Fixtures for the dashboard's tests: a store per backend (the session's real PostgreSQL), and a
 real headless Chromium driven through Debian's chromedriver (selenium)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.record.conftest import new_pg_database, postgres_server, store_url  # noqa: F401
+from tests.record.conftest import store_url  # noqa: F401
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver

@@ -1,10 +1,7 @@
-"""A real PostgreSQL server for the store's tests, and a store URL per backend.
+"""A store URL per backend, and a server that never answers.
 
-``postgres_server`` is ``codejury.testing.postgres``'s: ``initdb`` and ``pg_ctl`` into a temporary
-directory on a free loopback port, as the ``postgres`` user when the tests run as root (PostgreSQL
-refuses to run as root), one per test session. It skips, saying why, only where no server can be
-started: no binaries (``make test-deps`` installs them) or no unprivileged user to run one.
-``store_url`` is parametrised over SQLite and PostgreSQL: each test gets an empty database of its own.
+``store_url`` is parametrised over SQLite and PostgreSQL (the session's server, ``tests/conftest.py``): each test
+gets an empty database of its own.
 """
 
 from __future__ import annotations
@@ -15,26 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-from codejury.testing.postgres import PostgresServer, PostgresStartFailed, PostgresUnavailable
-from codejury.testing.postgres import postgres_server as start_postgres
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    try:
-        with start_postgres() as server:
-            yield server
-    except PostgresUnavailable as exc:
-        pytest.skip(f"{exc}: the PostgreSQL store tests cannot run")
-    except PostgresStartFailed as exc:
-        pytest.fail(str(exc))
-
-
-@pytest.fixture
-def new_pg_database(postgres_server: PostgresServer) -> Callable[[], str]:
-    """Creates an empty database and returns its URL."""
-    return postgres_server.new_database
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -1,4 +1,4 @@
-"""The service's tests: the real PostgreSQL server of the store's tests, and a fake GitLab with one merge request."""
+"""The service's tests: a fake GitLab with one merge request (PostgreSQL: the session's server, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ import pytest
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.testing.gitlab import FakeGitLab
-from tests.record.conftest import PostgresServer, new_pg_database, postgres_server
 from tests.service.helpers import NEW, OLD
-
-__all__ = ["PostgresServer", "new_pg_database", "postgres_server"]
 
 
 @pytest.fixture
