@@ -1,9 +1,11 @@
 """The order ``make test`` hands tests to its pytest-xdist workers (``tests/conftest.py``): the embedded-model tests
-first, one share per CPU, and the tests that wait on a clock first on the worker that has no embedded test."""
+first, one share per CPU, and the tests that wait on a clock first on the worker that has no embedded test; and
+the order each worker first imports the test modules in."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -71,3 +73,22 @@ def test_where_every_worker_has_embedded_tests_the_waiting_ones_follow_them_on_t
 def test_without_xdist_the_collection_order_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     names = ordered(suite(), workers=0, cpus=2, monkeypatch=monkeypatch)
     assert names == [item.name for item in suite()]
+
+
+def test_each_worker_imports_every_test_module_starting_from_a_share_of_its_own() -> None:
+    names = [f"tests.test_{n}" for n in "abcdef"]
+    orders = [conftest._import_order(names, worker, 3) for worker in range(3)]
+    assert [order[0] for order in orders] == ["tests.test_a", "tests.test_c", "tests.test_e"]
+    assert all(sorted(order) == names for order in orders)  # each still imports all of them
+
+
+def test_a_module_is_imported_under_pytests_name_for_it_or_left_to_collection(tmp_path: Path) -> None:
+    root = tmp_path / "tests"
+    for folder in ("", "service", "loose"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    for package in ("", "service"):
+        (root / package / "__init__.py").write_text("")
+    assert conftest._package_module(root / "service" / "test_queue.py", root) == "tests.service.test_queue"
+    assert conftest._package_module(root / "test_cli.py", root) == "tests.test_cli"
+    # A folder that is no package: pytest names its modules otherwise, so collection imports them itself.
+    assert conftest._package_module(root / "loose" / "test_prompts.py", root) == ""
