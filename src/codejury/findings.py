@@ -245,6 +245,10 @@ class Review(BaseModel):
     kept here (and in the JSON and the store) so that the threshold can be tuned."""
     suspected_injections: list[SuspectedInjection] = Field(default_factory=list)
     """Passages that look like instructions to the reviewer; they were read as data and change nothing."""
+    approval_withheld: list[str] = Field(default_factory=list)
+    """Why this review may not approve whatever its findings (a file skipped for a reason its author controls,
+    a head tree that could not be read, models that all failed), one line each; the verdict is then at most
+    ``significant_concerns``."""
     refused: str | None = None
     """Why no model was called: a daily cap reached or the kill switch (verdict ``not_reviewed``); in the JSON
     as the summary and a note."""

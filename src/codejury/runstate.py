@@ -114,6 +114,8 @@ class ReviewRun:
     prices: PriceTable
     break_glass: bool
     started: float = field(default_factory=time.monotonic)
+    withheld: list[str] = field(default_factory=list)
+    """Why this review may not approve, one line each (``withhold``)."""
 
     @property
     def events(self) -> EventLog:
@@ -134,3 +136,11 @@ class ReviewRun:
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self.started, 3)
+
+    def withhold(self, reason: str) -> None:
+        """Keep this review from approving, whatever its findings: a file skipped for a reason its author
+        controls, a head tree that could not be read, models that all failed. The reason is one line in every
+        output (the summary, the notes) and an ``approval_withheld`` event; break glass still approves."""
+        if reason not in self.withheld:
+            self.withheld.append(reason)
+            self.events.emit("approval_withheld", reason=reason)

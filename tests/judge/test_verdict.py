@@ -226,3 +226,13 @@ def test_unreviewed_summary_when_no_reviewer_is_enabled() -> None:
 def test_unreviewed_summary_under_break_glass_says_what_the_review_alone_would_be() -> None:
     text = summarise_unreviewed(UNREVIEWED, break_glass=True)
     assert text.endswith("Break glass: approved by a human override (the review alone: not reviewed).")
+
+
+@pytest.mark.parametrize("findings", [[], [f("suggestion")], [f("warning")]])
+def test_a_withheld_approval_is_never_an_approval_and_says_why(findings: list[Finding]) -> None:
+    assert decide_verdict(findings, withheld=True) == "significant_concerns"
+    assert decide_verdict([f("critical")], withheld=True) == "requested_changes"
+    assert decide_verdict(findings, withheld=True, break_glass=True) == "approved"
+    reason = "a.py was skipped as binary file, a reason its author controls"
+    text = summarise(findings, "significant_concerns", [], True, False, withheld=[reason])
+    assert f"Approval is withheld: {reason}." in text

@@ -37,6 +37,7 @@ def test_review_top_level_keys_in_stable_order() -> None:
         "break_glass",
         "dropped_findings",
         "notes",
+        "approval_withheld",
         "cut_files",
         "tests",
         "below_threshold",

@@ -56,14 +56,17 @@ def _rubric(findings: Sequence[Finding]) -> Verdict:
     return "approved"
 
 
-def decide_verdict(findings: Sequence[Finding], *, break_glass: bool = False, judged: bool = True) -> Verdict:
+def decide_verdict(
+    findings: Sequence[Finding], *, break_glass: bool = False, judged: bool = True, withheld: bool = False
+) -> Verdict:
     """Apply the rubric; break glass forces approval, an unjudged review is never an approval, and neither is
-    one with a finding held on security evidence (``Finding.withholds_approval``) that no person dismissed."""
+    one with a finding held on security evidence (``Finding.withholds_approval``) that no person dismissed, nor
+    one whose approval is ``withheld`` (``ReviewRun.withhold``)."""
     if break_glass:
         return "approved"
     verdict = _rubric(findings)
     held = any(f.withholds_approval for f in findings)
-    if (held or not judged) and VERDICT_RANK[verdict] < VERDICT_RANK["significant_concerns"]:
+    if (held or withheld or not judged) and VERDICT_RANK[verdict] < VERDICT_RANK["significant_concerns"]:
         return "significant_concerns"
     return verdict
 
@@ -124,8 +127,9 @@ def summarise(
     judged: bool,
     break_glass: bool,
     stopped: str | None = None,
+    withheld: Sequence[str] = (),
 ) -> str:
-    """A short deterministic summary of the review, in one to four sentences."""
+    """A short deterministic summary of the review, in one to five sentences."""
     if findings:
         headline = _headline(findings)
         first = _counts(findings) + (f"; {headline}." if headline else ".")
@@ -149,11 +153,13 @@ def summarise(
         )
     if stopped:
         caveats.append(f"the review is partial ({stopped}), so it is not an approval")
+    if withheld:
+        caveats.append(f"approval is withheld: {'; '.join(withheld)}")
     if caveats:
         text = "; ".join(caveats)
         sentences.append(text[0].upper() + text[1:] + ".")
     if break_glass:
-        would = VERDICT_LABELS[decide_verdict(findings, judged=judged and not stopped)]
+        would = VERDICT_LABELS[decide_verdict(findings, judged=judged and not stopped, withheld=bool(withheld))]
         sentences.append(f"Break glass: approved by a human override (the review alone: {would}).")
     return " ".join(sentences)
 
@@ -201,14 +207,17 @@ def verdict_stage(
     """
     findings, below = split_by_confidence(judgement.findings, run.settings.confidence_threshold)
     dropped = {**judgement.dropped, **({BELOW_CONFIDENCE: len(below)} if below else {})}
-    verdict = decide_verdict(findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None)
+    withheld = list(run.withheld)
+    verdict = decide_verdict(
+        findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None, withheld=bool(withheld)
+    )
     reports = [*panel.reports, *judgement.reports]
     failed = [r.name for r in reports if r.status == "failed"]
     total = sum((r.usage() for r in [*reports, judgement.coordinator]), Usage())
     review = Review(
         verdict=verdict,
         tier=run.selection.tier,
-        summary=summarise(findings, verdict, failed, judgement.judged, run.break_glass, stopped),
+        summary=summarise(findings, verdict, failed, judgement.judged, run.break_glass, stopped, withheld),
         findings=findings,
         reviewers=reports,
         coordinator=judgement.coordinator,
@@ -222,6 +231,7 @@ def verdict_stage(
         cut_files=panel.cut_files,
         notes=[*([stopped] if stopped else []), *notes, *judgement.notes],
         tests=tests,
+        approval_withheld=withheld,
     )
     run.events.emit(
         "review_finished",
