@@ -16,14 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 KEY = "chaos-key-0000"
 
@@ -78,10 +74,9 @@ async def run(reviews: int, seed: int, rate: float) -> int:
 
 
 async def _runs(tmp: Path, reviews: int, seed: int, rate: float) -> int:
-    from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
-
     from codejury.models import registry
     from codejury.record.events import EventLog
+    from codejury.testing.changes import AUTH_NEW, AUTH_OLD, make_change
     from codejury.testing.panel_replies import PATH, healthy
     from codejury.testing.provider_server import FakeProviderServer, RandomFaults, default_faults
 

@@ -27,14 +27,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import func, select
 
-from sqlalchemy import func, select  # noqa: E402
-from tests.dashboard.seed import showcase_record  # noqa: E402
-
-from codejury.dashboard.page import dashboard_data, render_dashboard_data  # noqa: E402
-from codejury.dashboard.series import (  # noqa: E402
+from codejury.dashboard.page import dashboard_data, render_dashboard_data
+from codejury.dashboard.series import (
     Series,
     acted_outcomes,
     choose_buckets,
@@ -42,10 +38,13 @@ from codejury.dashboard.series import (  # noqa: E402
     review_series,
     token_series,
 )
-from codejury.record import schema  # noqa: E402
-from codejury.record.stats import review_scope  # noqa: E402
-from codejury.record.store import Store  # noqa: E402
-from codejury.record.target import sqlite_target  # noqa: E402
+from codejury.record import schema
+from codejury.record.stats import review_scope
+from codejury.record.store import Store
+from codejury.record.target import sqlite_target
+from codejury.testing.dashboard_seed import showcase_record
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _stats_benchmark() -> object:

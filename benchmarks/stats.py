@@ -31,14 +31,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.record import seed  # noqa: E402
-
-from codejury.record import schema  # noqa: E402
-from codejury.record.store import Store  # noqa: E402
-from codejury.record.store_recorder import store_recorder  # noqa: E402
-from codejury.record.target import sqlite_target  # noqa: E402
+from codejury.record import schema
+from codejury.record.store import Store
+from codejury.record.store_recorder import store_recorder
+from codejury.record.target import sqlite_target
+from codejury.testing import review_seed as seed
 
 REVIEWERS = ["security", "performance", "code-quality", "documentation", "release", "agents-md", "codex"]
 MODELS = ["anthropic:claude-sonnet-4-5", "anthropic:claude-haiku-4-5", "openai:gpt-5.1", "openai:gpt-5-mini"]

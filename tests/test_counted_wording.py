@@ -10,7 +10,7 @@ from codejury.dashboard.page import render_dashboard
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
 from codejury.render import counted
-from tests.record import seed
+from codejury.testing import review_seed as seed
 from tests.record.test_stats import run_stats
 
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)

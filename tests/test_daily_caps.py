@@ -21,6 +21,7 @@ from codejury.record.store import Store
 from codejury.record.target import parse_record_url
 from codejury.testing.github import FakeGitHub
 from codejury.testing.gitlab import FakeGitLab
+from codejury.testing.review_seed import write_reviews
 from codejury.testing.routing_server import RoutingServer
 from tests.forges.test_github_bot import bot_reviews
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)
@@ -30,7 +31,6 @@ from tests.forges.test_gitlab_bot import B
 from tests.forges.test_gitlab_bot import gl as gl  # noqa: F401  (the fixture)
 from tests.forges.test_gitlab_bot import run as gitlab_run
 from tests.forges.test_gitlab_bot import summary as gitlab_summary
-from tests.record.seed import write_reviews
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from codejury.cli import cli
 from codejury.dashboard.page import render_review_page
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from tests.dashboard.seed import HOSTILE_TITLE, day_verdict_pairs, seed_month
+from codejury.testing.dashboard_seed import HOSTILE_TITLE, day_verdict_pairs, seed_month
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver

@@ -18,8 +18,8 @@ from codejury.record.model import record_from_review
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
 from codejury.secrets import Redactor
-from tests.dashboard.seed import HOSTILE_TITLE, Seeded, seed_month
-from tests.record import seed
+from codejury.testing import review_seed as seed
+from codejury.testing.dashboard_seed import HOSTILE_TITLE, Seeded, seed_month
 
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)
 SECRET = "sk-live-9f8e7d6c5b4a39281706"

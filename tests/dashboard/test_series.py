@@ -14,8 +14,8 @@ from codejury.record import schema
 from codejury.record.stats import compute_stats, review_scope
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from tests.dashboard.seed import month_records
-from tests.record import seed
+from codejury.testing import review_seed as seed
+from codejury.testing.dashboard_seed import month_records
 
 M1 = "anthropic:claude-sonnet-4-5"
 SINCE = datetime(2026, 11, 1, tzinfo=UTC)

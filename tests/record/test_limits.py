@@ -15,7 +15,7 @@ from codejury.record import schema
 from codejury.record.limits import DayUsage, check_caps
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from tests.record.seed import record
+from codejury.testing.review_seed import record
 
 NOW = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
 MIDNIGHT = datetime(2026, 11, 2, tzinfo=UTC)

@@ -14,7 +14,7 @@ from codejury.fingerprint import fingerprint
 from codejury.record.stats import Stats, compute_stats, parse_since, percentile
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from tests.record import seed
+from codejury.testing import review_seed as seed
 
 R2, R3 = "github.com/acme/shop", "github.com/acme/tools"
 M1, COORD = "anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-6"

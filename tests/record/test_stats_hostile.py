@@ -20,7 +20,7 @@ from codejury.cli import cli
 from codejury.record import schema
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from tests.record import seed
+from codejury.testing import review_seed as seed
 
 HTML = "<img src=x onerror=alert(1)>"
 HOSTILE = f"{HTML} | ![pixel](https://evil.example/p.png) `x` @all\nrow"

@@ -11,7 +11,7 @@ from codejury.record.model import record_from_review
 from codejury.record.schema import StoreError, StoreTooNew
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from tests.record import seed
+from codejury.testing import review_seed as seed
 
 
 def open_store(url: str) -> Store:

@@ -18,7 +18,7 @@ from codejury.record.model import ReviewRecord
 from codejury.record.store import Store
 from codejury.record.store_recorder import StoreRecorder, store_recorder
 from codejury.record.target import DEFAULT_FILE, parse_record_url
-from tests.record import seed
+from codejury.testing import review_seed as seed
 from tests.record.test_record_stage import PATH, reviewed
 
 TOKEN = "ingest-token-0123456789"

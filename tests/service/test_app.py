@@ -248,7 +248,7 @@ async def test_ingest_stores_a_record_once_and_refuses_a_wrong_token(
 async def test_ingest_refuses_a_value_outside_its_closed_set_and_stores_nothing(
     client: httpx2.AsyncClient, state: ServiceState, where: tuple[str | int, ...], value: str
 ) -> None:
-    from tests.record import seed
+    from codejury.testing import review_seed as seed
 
     good = seed.record(
         review_kwargs={"findings": [seed.finding()], "reviewers": [seed.reviewer("security", "m")]}, breaker=True

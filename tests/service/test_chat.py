@@ -32,9 +32,9 @@ from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.tables import jobs, make_engine
 from codejury.testing.github import FakeGitHub
 from codejury.testing.gitlab import FakeGitLab
+from codejury.testing.review_seed import write_reviews
 from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Fail, Final, Raw, ScriptedResolver, ToolCall
-from tests.record.seed import write_reviews
 from tests.service.helpers import GITHUB_SECRET, GITLAB_TOKEN, NEW, OLD, github_delivery
 from tests.service.test_local_reviews import FINDING, gitlab_summaries, options, serving, until
 

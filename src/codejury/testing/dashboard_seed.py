@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from codejury.findings import Finding, SkippedFile
 from codejury.record.model import ReviewRecord, record_from_review
 from codejury.record.store import Store
-from tests.record import seed
+from codejury.testing import review_seed as seed
 
 REVIEWS = 90
 HOSTILE_TITLE = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> token check & "quotes"'
