@@ -1,12 +1,13 @@
 """Measure the built-in analyzers on the bundled golden set and the demo change.
 
-Usage: python benchmarks/analyzers.py [--smoke] [--cases FILE [--whole-files]]   (prints, per case, which
+Usage: python benchmarks/analyzers.py [--smoke] [--cases FILE [--whole-files]] [--list]   (prints, per case, which
 planted problems got evidence on their lines, how many hits landed elsewhere, and the time per analyzer; ``--smoke``:
 the first 3 golden cases and the demo change; ``--cases``: instead, the pull requests of an evaluation
 set's ``cases.jsonl`` whose ``repo`` is a git bundle with ``main`` and ``feature`` branches, a hit
 matching an expected comment when it is on its lines with one line of slack, and a table per analyzer;
 ``--whole-files`` with it: every line of each added or modified file counts as added, a larger sample of
-real code to hand check a tool's hits on)
+real code to hand check a tool's hits on; ``--list``: instead of scoring, every hit with the code on its lines
+and none of the expected comments, to hand check each hit before reading what engineers wrote, and a count per analyzer)
 
 Every built-in analyzer runs, those off by default too.
 """
@@ -68,6 +69,28 @@ def score(case_id: str, change: ChangeSet, expected: list[dict[str, object]], sl
             "seconds": report.seconds, "hits": hits}  # fmt: skip
 
 
+def listing(case_id: str, change: ChangeSet) -> list[str]:
+    """Print every hit of every built-in analyzer on ``change`` with the head-side code on its lines; its analyzers."""
+    report = asyncio.run(collect_evidence(change, builtin_analyzers(), warn=lambda line: print("  !", line)))
+    print(f"== {case_id}: {len(report.evidence)} hits")
+    for ev in report.evidence:
+        print(f"  {ev.analyzer}:{ev.rule} {ev.path}:{ev.start_line} {ev.severity} ({domain_for(ev)})")
+        print(f"      {' '.join(ev.message.split())[:240]}")
+        lines = (
+            (change.root / ev.path).read_text(encoding="utf-8", errors="replace").splitlines() if change.root else []
+        )
+        for n in range(ev.start_line, min(ev.end_line, ev.start_line + 4) + 1):
+            if 0 < n <= len(lines):
+                print(f"      {n:>5} | {lines[n - 1].rstrip()[:200]}")
+    return [ev.analyzer for ev in report.evidence]
+
+
+def print_counts(hits: list[str]) -> None:
+    print(f"\n{'analyzer':<12} {'hits':>5}")
+    for analyzer in sorted(set(hits)):
+        print(f"{analyzer:<12} {hits.count(analyzer):>5}")
+
+
 def bundle_change(bundle: Path, checkout: Path, *, whole_files: bool = False) -> ChangeSet:
     """The change ``main`` → ``feature`` of a git bundle, cloned (``feature`` checked out) into ``checkout``;
     ``whole_files``: every line of each added or modified file counts as added (a larger sample to hand check)."""
@@ -93,13 +116,20 @@ def _is_text(path: Path) -> bool:
     return True
 
 
-def evalset(cases_file: Path, *, whole_files: bool = False) -> None:
+def evalset(cases_file: Path, *, whole_files: bool = False, list_hits: bool = False) -> None:
     rows = []
+    hits: list[str] = []
     for line in cases_file.read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
         with tempfile.TemporaryDirectory() as tmp:
             change = bundle_change(cases_file.parent / case["repo"], Path(tmp) / "repo", whole_files=whole_files)
-            rows.append(score(case["id"], change, case["expected"], slack=1))
+            if list_hits:
+                hits += listing(case["id"], change)
+            else:
+                rows.append(score(case["id"], change, case["expected"], slack=1))
+    if list_hits:
+        print_counts(hits)
+        return
     per_tool: dict[str, list[int]] = {}
     for row in rows:
         for analyzer, matched in row["hits"]:  # type: ignore[attr-defined]
@@ -123,19 +153,30 @@ def main() -> None:
     parser.add_argument(
         "--whole-files", action="store_true", help="with --cases: every line of each changed file counts as added"
     )
+    parser.add_argument(
+        "--list", action="store_true", help="list every hit with its code, no expected comment shown, and count them"
+    )
     args = parser.parse_args()
     if args.cases:
-        evalset(args.cases, whole_files=args.whole_files)
+        evalset(args.cases, whole_files=args.whole_files, list_hits=args.list)
         return
     cases = (GOLDEN / "golden" / "cases.jsonl").read_text().splitlines()
     if args.smoke:
         cases = cases[:3]
         print(f"smoke size: {len(cases)} golden cases and the demo change")
     rows = []
+    hits: list[str] = []
     for line in cases:
         case = json.loads(line)
         tree = GOLDEN / "golden" / case["tree"]
-        rows.append(score(case["id"], tree_change(tree / "base", tree / "head"), case["expected"]))
+        change = tree_change(tree / "base", tree / "head")
+        if args.list:
+            hits += listing(case["id"], change)
+        else:
+            rows.append(score(case["id"], change, case["expected"]))
+    if args.list:
+        print_counts(hits)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         head = Path(tmp) / "head"
         import shutil
