@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import BUSY_S, limit
+
 MEMORY_LIMIT_MB = 500.0
 
 _LAUNCHER = """
@@ -47,6 +49,8 @@ class Run:
     stderr: str
     peak_rss_mb: float
     wall_s: float
+    timeout_s: float
+    """Its kill deadline: what a run that never ends takes."""
 
     def assert_one_line_error(self, rc: int, *needles: str) -> None:
         """Exit ``rc``, no traceback, and a ``codejury:`` error line naming every needle."""
@@ -59,8 +63,11 @@ class Run:
             assert needle.lower() in text, f"{needle!r} not named in: {errors}"
 
     def assert_bounded(self, wall_s: float, memory_mb: float = MEMORY_LIMIT_MB) -> None:
+        """Peak memory under ``memory_mb``; wall time within ``wall_s`` and what a busy machine adds
+        (``tests.timing.limit``), which must stay under the run's kill deadline."""
         assert self.peak_rss_mb < memory_mb, f"peak memory {self.peak_rss_mb:.0f} MB >= {memory_mb} MB"
-        assert self.wall_s < wall_s, f"took {self.wall_s:.1f} s >= {wall_s} s"
+        bound = limit(wall_s, hung_s=self.timeout_s)
+        assert self.wall_s < bound, f"took {self.wall_s:.1f} s >= {wall_s} s (+{BUSY_S:g} s for a busy machine)"
 
 
 def run_codejury(
@@ -110,7 +117,7 @@ def run_codejury(
         out, err = out_f.read().decode("utf-8", "replace"), err_f.read().decode("utf-8", "replace")
     if status is None:
         pytest.fail(f"codejury {' '.join(args)} still running after {timeout_s} s; stderr:\n{err[-2000:]}")
-    return Run(proc.returncode, out, err, peak_kb / 1024, wall)
+    return Run(proc.returncode, out, err, peak_kb / 1024, wall, timeout_s)
 
 
 def _wait(launcher: subprocess.Popen[bytes], measured: Path, deadline: float) -> tuple[int | None, int]:

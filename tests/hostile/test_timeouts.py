@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from codejury.testing.scripted import Final, ToolCall
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 from tests.hostile.conftest import run_codejury
 from tests.hostile.tool_reviews import CHANGED, KEY_ENV, make_repo, script_tools, tool_answers, write_config
+from tests.timing import FOREVER, bounded, limit
 
 CATASTROPHIC = ["^(a|aa)+$", "(x+x+)+y", "^(a+)+$", "(\\w+\\s?)+$"]
 """Patterns that backtrack exponentially in Python's ``re`` on the lines below (seconds to ages)."""
@@ -77,9 +79,8 @@ def test_a_slow_pattern_uses_at_most_its_call_budget(tmp_path: Path) -> None:
     for i in range(6):
         (tmp_path / f"f{i}.txt").write_text("x" * 3000 + "\n")
     tools = RepoTools(tmp_path, {}, time_budget_s=0.5)
-    started = time.monotonic()
-    answer = tools.grep("(x+x+)+y")
-    assert time.monotonic() - started < 2.0
+    with bounded(0.5, hung_s=FOREVER, what="the grep"):  # unbounded, this pattern never ends on these lines
+        answer = tools.grep("(x+x+)+y")
     assert "time limit" in answer
 
 
@@ -89,14 +90,18 @@ def test_the_tool_budget_never_outlives_the_reviewer_deadline() -> None:
 
 def test_read_file_stops_at_its_time_budget_on_a_huge_file(tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
+    lines = 64 * 100_000
     with big.open("wb") as fh:
         for _ in range(64):
             fh.write(b"short line\n" * 100_000)  # 70 MB of short lines
     tools = RepoTools(tmp_path, {}, time_budget_s=0.3)
-    started = time.monotonic()
     answer = tools.read_file("big.txt", 50_000_000)
-    assert time.monotonic() - started < 2.0
-    assert answer.startswith("error: stopped at line") and "time limit" in answer
+    # Not timed: the whole file takes 3 to 9 s to read here, inside what a busy machine may add to 0.3 s. The
+    # budget's own message, and the line it stopped at, show the read ended on its budget (the figure:
+    # benchmarks/engine.py).
+    stopped = re.match(r"error: stopped at line (\d+): the time limit of this call was reached", answer)
+    assert stopped is not None, answer
+    assert int(stopped[1]) < lines
 
 
 class _NeverEnding:
@@ -137,7 +142,7 @@ def test_reviewer_and_overall_timeouts_fire_while_a_tool_is_stuck(
         errors = {"security": cause} if f"security: {cause}" in str(exc) else {"review": str(exc)}
     wall = time.monotonic() - started  # asyncio.run waits for its worker threads: a stuck tool shows here
     assert stuck.started.is_set() and stuck.ended.is_set()
-    assert wall < 5.0, f"the review took {wall:.1f}s although its timeout is 1s"
+    assert wall < limit(1.0, hung_s=30), f"the review took {wall:.1f}s although its timeout is 1s"  # stuck: 30 s
     assert errors.get("security") == cause, errors
 
 

@@ -17,11 +17,13 @@ import pytest
 from sqlalchemy import select
 
 from codejury.record import schema
+from codejury.record.stage import RECORD_TIMEOUT_S
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 from tests.record.test_record_stage import PATH
 from tests.record.test_store_recorder import TOKEN
+from tests.timing import limit
 
 SCRIPTED_CODEJURY = f"""\
 from codejury.testing.scripted import Final, Raw, ScriptedResolver, finding
@@ -88,9 +90,6 @@ def closed_port() -> Iterator[int]:
     yield port
 
 
-# Not marked ``waits``: it allows 0.5 s over the record stage's 2 s for what recording adds to a process's end
-# (connecting, importing the store's driver), and beside the embedded model, where the mark starts a test, a
-# worker gets a third of a CPU: 2.53 s there once in make test.
 @pytest.mark.parametrize("store", ["postgresql-hung", "https-refused"])
 def test_a_dead_store_costs_the_command_at_most_two_seconds_and_it_says_so(
     tmp_path: Path, silent_server: int, closed_port: int, store: str
@@ -106,5 +105,9 @@ def test_a_dead_store_costs_the_command_at_most_two_seconds_and_it_says_so(
     assert json.loads(done.stdout)["findings"][0]["title"] == "SQL injection"  # the review is whole
     assert "the review was not recorded there" in done.stderr
     assert TOKEN not in done.stderr
-    # The record stage's 2 s at most, and closing the recorders waits on nothing more.
-    assert after_verdict - unrecorded < 2.5, (after_verdict, unrecorded)
+    timed_out = "no answer within 2 s" in done.stderr or "did not answer within" in done.stderr
+    assert timed_out == (store == "postgresql-hung"), done.stderr  # the silent server cost the wait, no more
+    # The record stage's 2 s at most, and closing the recorders waits on nothing more: a recorder left waiting on
+    # the silent server would hold the command until its 120 s kill. Closing without a second wait on a store
+    # that is down: test_store_recorder.py; the figures: benchmarks/stats.py.
+    assert after_verdict - unrecorded < limit(RECORD_TIMEOUT_S, hung_s=120), (after_verdict, unrecorded)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,9 +14,11 @@ from pydantic import BaseModel
 from codejury.findings import Review
 from codejury.record.events import EventLog
 from codejury.record.recorders import JsonlRecorder
+from codejury.record.stage import RECORD_TIMEOUT_S
 from codejury.runstate import ReviewOptions
 from codejury.testing.scripted import Final, Raw, ScriptedResolver, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, scripted_settings
+from tests.timing import bounded
 
 PATH = "app/auth/users.py"
 
@@ -29,8 +31,13 @@ class Broken:
 
 
 class Hanging:
+    """A recorder that hangs for 30 s, or until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
     def record(self, review: BaseModel, events: Sequence[Mapping[str, Any]]) -> None:
-        time.sleep(5)
+        self.release.wait(30)
 
     def close(self) -> None: ...
 
@@ -67,9 +74,13 @@ async def test_the_jsonl_recorder_appends_the_events_and_the_review(tmp_path: Pa
 async def test_a_broken_or_hanging_recorder_costs_at_most_two_seconds_and_one_warning(tmp_path: Path) -> None:
     warnings: list[str] = []
     path = tmp_path / "after.jsonl"
-    started = time.monotonic()
-    result = await reviewed(tmp_path, [Broken(), Hanging(), JsonlRecorder(path)], warnings)
-    assert time.monotonic() - started < 6  # the review itself is quick; the hanging recorder is cut at 2 s
+    hanging = Hanging()
+    try:
+        # the review itself is quick; the hanging recorder is cut at 2 s, where it would hang for 30
+        with bounded(RECORD_TIMEOUT_S, hung_s=30, what="the review"):
+            result = await reviewed(tmp_path, [Broken(), hanging, JsonlRecorder(path)], warnings)
+    finally:
+        hanging.release.set()  # its thread ends with the test
     assert result.findings  # the review is whole
     assert [w for w in warnings if "recorder" in w] == [
         "recorder Broken failed, the review was not recorded there: store unreachable",
