@@ -5,9 +5,11 @@ checks, through the forge's API, that the author is not codejury itself and may 
 Developer or more on the project; GitHub: ``write``, ``maintain`` or ``admin``). Anyone else's
 command ends the job with one log line and nothing posted: no reply tells them why.
 
-- ``review``, ``break_glass``: a review of the merge request is queued (coalesced with pushes, so
-  at most one runs and one waits); break glass is read by that review from the comments.
-- ``reply``: when the thread is codejury's, a re-review is queued; its dispute flow reads the reply.
+- ``review``, ``break_glass``: a review of the merge request is queued (``forced``: it runs even when
+  the head was already reviewed, and a push waiting for the same merge request never swallows it);
+  break glass is read by that review from the comments.
+- ``reply``: when the thread is codejury's, a re-review is queued the same way; its dispute flow
+  reads the reply (a ``won't fix`` dismisses the finding, and the verdict is published again).
 - ``ask``: the coordinator's model answers from the change (its numbered patches, fenced as
   data) and may read files of the merge request's head (``codejury.service.ask``: the model
   wrapped as a review's, its usage counted in ``/metrics``).
@@ -71,7 +73,7 @@ async def run_chat(
                 return "ignored: a reply in a thread that is not codejury's"
             if submit is None:
                 return "not queued: this process has no queue to submit reviews to"
-            review = replace(request, key=review_key(request), chat=None, head_sha="")
+            review = replace(request, key=review_key(request), chat=None, head_sha="", forced=True)
             return f"{command.name}: review {await submit(review)}"
         if command.name == "help":
             await conversation.reply(_help_reply(command))

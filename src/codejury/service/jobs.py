@@ -174,7 +174,7 @@ class JobRunner:
                 fmt="json", output=Path(folder) / "review.json", model=self.setup.model,
                 model_for=self.setup.model_for, config_file=self.setup.config_file,
                 remote_config=self.setup.remote_config, plugins=self.setup.plugins, url=request.url,
-                publish=True, max_inline=self.setup.max_inline, skip_reviewed_head=request.chat is None,
+                publish=True, max_inline=self.setup.max_inline, skip_reviewed_head=not request.forced,
             )  # fmt: skip
             try:
                 outcome = await session.review(
@@ -182,7 +182,7 @@ class JobRunner:
                 )  # the review's lines go to the service's log, with the job's key
             except ForgeUnavailable:
                 raise
-            except session.HeadAlreadyReviewed as exc:  # a push queued while this head was being reviewed
+            except session.HeadAlreadyReviewed as exc:  # a push's job, queued while this head was being reviewed
                 return f"nothing to do: {exc}"
             except ReviewFailed as exc:
                 self._failed("review_failed")

@@ -4,7 +4,9 @@ For one machine with no database server. Each job is a row (``codejury_review_jo
 before the webhook is answered, so a restart loses nothing: jobs that were running when the
 process stopped are queued again at start-up. Per merge request (``ReviewRequest.key``): at most
 one job runs and one waits; a push while one is waiting is coalesced into it (the waiting job
-reviews the merge request's head when it starts, so the newest push is what gets reviewed).
+reviews the merge request's head when it starts, so the newest push is what gets reviewed). A job
+asked by a person (``ReviewRequest.forced``: it reviews even a head already reviewed) stays so when
+a push is coalesced into it or it into a push's, and when a job it supersedes was one.
 A job that meets ``ForgeUnavailable`` is retried after ``backoff_s * 2**attempt`` (at most
 ``max_attempts`` runs); other failures end it as ``failed`` with the reason kept in its row.
 """
@@ -15,8 +17,8 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Literal
 
 from sqlalchemy import Connection, Engine, and_, exists, func, select, update
@@ -84,11 +86,13 @@ class LocalQueue:
         now = utcnow()
         payload = json.dumps(request.to_json())
         waiting = conn.execute(
-            update(jobs)
-            .where(and_(jobs.c.key == request.key, jobs.c.state == "waiting"))
-            .values(request=payload, updated_at=now)
-        )
-        if waiting.rowcount:
+            select(jobs.c.id, jobs.c.request).where(and_(jobs.c.key == request.key, jobs.c.state == "waiting"))
+        ).first()
+        if waiting is not None:
+            merged = _merged(request, waiting.request)
+            conn.execute(
+                update(jobs).where(jobs.c.id == waiting.id).values(request=json.dumps(merged.to_json()), updated_at=now)
+            )
             return "coalesced"
         conn.execute(
             jobs.insert().values(
@@ -163,11 +167,11 @@ class LocalQueue:
         other = aliased(jobs)
         waiting_too = exists().where(and_(other.c.key == jobs.c.key, other.c.state == "waiting"))
         with self.engine.begin() as conn:
-            conn.execute(
-                update(jobs)
-                .where(and_(jobs.c.state == "running", waiting_too))
-                .values(state="done", error="superseded by a newer push", updated_at=now)
-            )
+            superseded = conn.execute(
+                select(jobs.c.id, jobs.c.request).where(and_(jobs.c.state == "running", waiting_too))
+            ).all()
+            for job_id, payload in superseded:
+                _supersede(conn, job_id, ReviewRequest.from_json(json.loads(payload)), now)
             conn.execute(update(jobs).where(jobs.c.state == "running").values(state="waiting", updated_at=now))
 
     def _claim(self) -> Claimed | None:
@@ -200,16 +204,14 @@ class LocalQueue:
         """Back to waiting after a backoff, unless a newer push already waits for the same merge request."""
         now = utcnow()
         with self.engine.begin() as conn:
-            newer = conn.execute(
-                select(jobs.c.id).where(and_(jobs.c.key == job.request.key, jobs.c.state == "waiting"))
-            ).first()
-            values: dict[str, object]
-            if newer is not None:
-                values = {"state": "done", "error": "superseded by a newer push"}
-            else:
-                delay = timedelta(seconds=self.backoff_s * 2 ** (job.attempts - 1))
-                values = {"state": "waiting", "error": reason, "run_after": now + delay}
-            conn.execute(update(jobs).where(jobs.c.id == job.id).values(updated_at=now, **values))
+            if _supersede(conn, job.id, job.request, now):
+                return
+            delay = timedelta(seconds=self.backoff_s * 2 ** (job.attempts - 1))
+            conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job.id)
+                .values(state="waiting", error=reason, run_after=now + delay, updated_at=now)
+            )
 
     async def _runner(self) -> None:
         while not self._stopping:
@@ -248,3 +250,27 @@ class LocalQueue:
             return
         self.say(f"{key}: {outcome}")
         await in_db_thread(self.engine, lambda: self._finish(job.id, "done"))
+
+
+def _merged(request: ReviewRequest, waiting: str) -> ReviewRequest:
+    """``request`` coalesced into the waiting job whose payload is ``waiting``: forced when either was."""
+    if request.forced or not ReviewRequest.from_json(json.loads(waiting)).forced:
+        return request
+    return replace(request, forced=True)
+
+
+def _supersede(conn: Connection, job_id: int, request: ReviewRequest, now: datetime) -> bool:
+    """End job ``job_id`` when a newer job of its merge request waits (which takes over ``request``'s being
+    forced); False when none waits."""
+    newer = conn.execute(
+        select(jobs.c.id, jobs.c.request).where(and_(jobs.c.key == request.key, jobs.c.state == "waiting"))
+    ).first()
+    if newer is None:
+        return False
+    if request.forced:
+        taken = replace(ReviewRequest.from_json(json.loads(newer.request)), forced=True)
+        conn.execute(update(jobs).where(jobs.c.id == newer.id).values(request=json.dumps(taken.to_json())))
+    conn.execute(
+        update(jobs).where(jobs.c.id == job_id).values(state="done", error="superseded by a newer push", updated_at=now)
+    )
+    return True

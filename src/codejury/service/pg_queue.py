@@ -1,12 +1,14 @@
 """The distributed queue: Procrastinate on PostgreSQL, for ``codejury serve --database`` and ``codejury worker``.
 
-One task, ``codejury.review``, deferred with ``lock`` and ``queueing_lock`` set to the merge
-request's key: Procrastinate runs at most one job per lock at a time and keeps at most one
-waiting per queueing lock, so a push while one waits is dropped (``AlreadyEnqueued``) and the
-waiting job reviews the newest head when it starts. ``ForgeUnavailable`` is retried by
-Procrastinate's ``RetryStrategy`` with exponential backoff. Every worker also looks for stalled
-jobs (their worker stopped sending heartbeats: killed, its machine gone) and queues them again;
-when a newer job already waits for the same merge request, the stalled one is ended instead.
+One task, ``codejury.review``, deferred with ``lock`` set to the merge request's key and
+``queueing_lock`` to its ``queueing_key`` (the key, or the key and ``forced`` for a review a person
+asked for): Procrastinate runs at most one job per lock at a time and keeps at most one waiting per
+queueing lock, so a push while one waits is dropped (``AlreadyEnqueued``) and the waiting job
+reviews the newest head when it starts, and a person's command never drops into a push's job.
+``ForgeUnavailable`` is retried by Procrastinate's ``RetryStrategy`` with exponential backoff.
+Every worker also looks for stalled jobs (their worker stopped sending heartbeats: killed, its
+machine gone) and queues them again; when a newer job already waits for the same merge request,
+the stalled one is ended instead.
 
 The schema is applied once, under an advisory lock, by whichever process starts first.
 """
@@ -127,7 +129,8 @@ class PostgresQueue:
     async def submit(self, request: ReviewRequest) -> Outcome:
         task = self.app.tasks[TASK_NAME]
         try:
-            await task.configure(lock=request.key, queueing_lock=request.key).defer_async(request=request.to_json())
+            configured = task.configure(lock=request.key, queueing_lock=request.queueing_key)
+            await configured.defer_async(request=request.to_json())
         except AlreadyEnqueued:
             return "coalesced"
         return "queued"

@@ -59,6 +59,16 @@ class ReviewRequest:
     delivery: str = ""
     chat: ChatCommand | None = None
     """A command from a comment (``service.chat``); None for a review asked by a push."""
+    forced: bool = False
+    """Asked by a person with write access (``/codejury review``, break glass, a reply in codejury's thread):
+    the review runs even when the bot's summary already records a review of the head; a push's review
+    (False) stops there instead."""
+
+    @property
+    def queueing_key(self) -> str:
+        """Per merge request, at most one review waits for each of these keys: a push's and a person's are
+        never merged into one, so a push already waiting cannot swallow a person's command."""
+        return f"{self.key} forced" if self.forced else self.key
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,6 +87,7 @@ class ReviewRequest:
             installation_id=int(installation) if installation is not None else None,
             delivery=str(data.get("delivery") or ""),
             chat=ChatCommand.from_json(data["chat"]) if data.get("chat") else None,
+            forced=data.get("forced") is True,
         )
 
 
