@@ -96,6 +96,9 @@ def test_a_billion_laughs_report_is_refused_without_expanding_anything(tmp_path:
         ("<html><body/></html>", "is not a JUnit XML report: its root element is <html>"),
         ("<testsuite><testcase classname='a'/></testsuite>", "a <testcase> has no name"),
         ("", "is not well-formed XML"),
+        ('<?xml version="1.0" encoding="x-unknown"?><testsuite/>', "names an encoding that cannot be read"),
+        ('<?xml version="1.0" encoding="shift_jis"?><testsuite/>', "names an encoding that cannot be read"),
+        ('<?xml version="1.0" encoding="rot13"?><testsuite/>', "names an encoding that cannot be read"),
     ],
 )
 def test_a_file_that_is_not_junit_is_one_line_of_bad_input(tmp_path: Path, text: str, said: str) -> None:
@@ -199,7 +202,14 @@ def test_the_reviewers_get_the_failures_fenced(tmp_path: Path, monkeypatch: pyte
     assert (tests["total"], tests["failed"], tests["covering"]) == (3, 1, [TEST_ID])
 
 
-@pytest.mark.parametrize(("text", "said"), [(BILLION_LAUGHS, "refused"), ("<testsuite>", "not well-formed XML")])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (BILLION_LAUGHS, "refused"),
+        ("<testsuite>", "not well-formed XML"),
+        ('<?xml version="1.0" encoding="x-unknown"?>\n<testsuites/>', "encoding that cannot be read (unknown"),
+    ],
+)
 def test_a_bad_report_stops_the_review_with_exit_2_and_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, said: str
 ) -> None:

@@ -4,8 +4,8 @@ codejury never runs the change's code; it reads what the CI job's test step wrot
 untrusted (the change's own tests name the tests and write the messages), so it is parsed with
 defusedxml with DTDs forbidden: no entity is ever expanded (a "billion laughs" file is refused),
 no external resource is fetched, and each file is capped at ``MAX_JUNIT_BYTES`` while it is
-read. A file that is missing, too large, not well-formed or not JUnit is a one-line
-``InputError`` naming it (exit 2), raised before any model is called.
+read. A file that is missing, too large, not well-formed, in an encoding that cannot be read or
+not JUnit is a one-line ``InputError`` naming it (exit 2), raised before any model is called.
 
 Which changed function a failing test covers (``covered``), the rule the docs spell out:
 
@@ -147,6 +147,9 @@ def _parse(data: bytes, what: str) -> Element:
         raise InputError(f"{what}: refused: {exc} (a test report needs no DTD or entities)") from None
     except ParseError as exc:
         raise InputError(f"{what} is not well-formed XML: {exc}") from None
+    except (LookupError, ValueError) as exc:  # an encoding Python does not know, or one the XML parser cannot use
+        cause = " ".join(str(exc).split())[:200]
+        raise InputError(f"{what}: its XML declaration names an encoding that cannot be read ({cause})") from None
     if root.tag not in ("testsuites", "testsuite"):
         raise InputError(f"{what} is not a JUnit XML report: its root element is <{root.tag[:40]}>, not <testsuites>")
     for case in root.iter("testcase"):
