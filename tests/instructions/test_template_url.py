@@ -4,7 +4,6 @@ given to every reviewer fenced as data, and skipped with one warning when the se
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from codejury.findings import Review
 from codejury.reviewers.instructions import MAX_TEMPLATE_BYTES
 from codejury.testing.routing_server import RoutingServer
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
+from tests.timing import bounded
 
 AUTH = "app/auth/users.py"
 TEMPLATE = "# Acme conventions\n\n- Every HTTP handler validates input with pydantic models.\n"
@@ -70,10 +70,9 @@ async def test_boundary_tags_in_the_template_are_stripped(tmp_path: Path, server
 async def test_a_slow_server_is_skipped_after_two_seconds_with_one_warning(
     tmp_path: Path, server: RoutingServer
 ) -> None:
-    server.hang_s = 5.0
-    started = time.monotonic()
-    review, resolver, warnings = await review_with(tmp_path, server.url)
-    assert time.monotonic() - started < 4.5
+    server.hang_s = 30.0  # silent until it stops, 30 s at most
+    with bounded(2.0, hung_s=30, what="the review"):
+        review, resolver, warnings = await review_with(tmp_path, server.url)
     assert warnings == ["instructions_url unavailable (no answer within 2s); continuing without it"]
     assert fenced(resolver.models["security"].prompts[0], "org_instructions") is None  # type: ignore[attr-defined]
     assert ROOT in resolver.models["security"].prompts[0]  # type: ignore[attr-defined]

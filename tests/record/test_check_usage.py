@@ -15,6 +15,7 @@ from codejury.record.store import Store
 from codejury.record.target import parse_record_url
 from codejury.testing.scripted import Final, Raw, Sleep, Step, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
+from tests.timing import FOREVER, limit
 
 PATH = "app/auth/users.py"
 CHECK_S = 0.3
@@ -32,7 +33,7 @@ async def test_a_verification_call_is_recorded_with_its_wall_time_and_tokens(tmp
     assert isinstance(review, Review)
     [check] = [r for r in review.reviewers if r.name.endswith(":check")]
     assert check.name == "verifier:check" and check.model == "scripted:security"
-    assert CHECK_S <= check.duration_s < CHECK_S + 5
+    assert CHECK_S <= check.duration_s < limit(CHECK_S, hung_s=FOREVER)
     assert check.requests == 1 and check.input_tokens > 0 and check.output_tokens > 0
 
     store = Store(parse_record_url(f"sqlite:///{tmp_path}/reviews.sqlite3"))

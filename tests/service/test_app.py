@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from tests.service.helpers import (
     gitlab_delivery,
     gitlab_mr_event,
 )
+from tests.timing import FOREVER, bounded
 
 PR_URL = "https://github.example/octo/app/pull/7"
 MR_URL = "https://gitlab.example/acme/widgets/-/merge_requests/7"
@@ -76,9 +76,10 @@ async def test_a_signed_github_delivery_is_queued_within_the_second(
     client: httpx2.AsyncClient, state: ServiceState
 ) -> None:
     body, headers = github_delivery(github_pr_event(PR_URL, head_sha="abc"))
-    started = time.perf_counter()
-    answer = await client.post("/webhooks/github", content=body, headers=headers)
-    assert time.perf_counter() - started < 1.0
+    # no worker runs here: a route that waited for the review would never answer (the figure, webhook latency
+    # p50/p99, is benchmarks/service.py's)
+    with bounded(1.0, hung_s=FOREVER, what="answering the delivery"):
+        answer = await client.post("/webhooks/github", content=body, headers=headers)
     assert answer.status_code == 202
     assert answer.json() == {"outcome": "queued", "key": "github:octo/app#7"}
     [job] = queued(state)

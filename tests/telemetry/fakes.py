@@ -65,7 +65,7 @@ class FakePushgateway(LoopbackServer):
     def handle(self, h: QuietHandler, method: str) -> None:
         body = h.read_body()
         if self.hang:
-            self.stopping.wait(10)
+            self.stopping.wait(60)
             return
         grouping = _grouping(h.path)
         if grouping is None:

@@ -37,6 +37,7 @@ from codejury.testing.provider_server import (
     truncated,
 )
 from codejury.testing.provider_wire import render_anthropic, render_openai
+from tests.timing import bounded, limit
 
 OPENAI = "openai:gpt-5-mini"
 ANTHROPIC = "anthropic:claude-haiku-4-5"
@@ -103,7 +104,7 @@ async def test_hang_longer_than_the_client_timeout_is_a_timeout(
     with pytest.raises(ModelTimeoutError) as info:
         await _ask(model, stream=stream)
 
-    assert 0.2 <= time.monotonic() - started < 1.5
+    assert 0.2 <= time.monotonic() - started < limit(0.2, hung_s=30)  # the client's timeout, not the 30 s hang
     assert isinstance(info.value.__cause__, _sdk(spec).APITimeoutError)
     assert len(server.requests) == 1
 
@@ -136,12 +137,12 @@ def test_stop_ends_a_hang_in_flight() -> None:
             b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         )
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 30
         while not server.requests and time.monotonic() < deadline:
             time.sleep(0.01)
-        started = time.monotonic()
-        server.stop()
-        assert time.monotonic() - started < 1.0
+        assert server.requests  # the hang is in flight
+        with bounded(0, hung_s=30, what="stopping"):  # not the hang's 30 s
+            server.stop()
         # The hang ends by closing the connection: nothing was ever sent, not even a status line.
         assert sock.recv(1024) == b""
 
