@@ -7,7 +7,9 @@ running past its time, is a crash, also one line (``runner.collect_evidence``).
 
 External tools run through ``run_tool``: no shell, a wall-clock limit, output capped while it is
 read, and the process killed on timeout or cancellation, so a hung or chatty tool costs at most
-its limits.
+its limits. A tool reads the change's files, which its author wrote, so it gets a minimal
+environment (``tool_env``): the variables named in ``TOOL_ENV`` and every ``LC_*`` one, plus those
+its analyzer names (``inherit``); never a forge token, a webhook secret or a model provider's key.
 """
 
 from __future__ import annotations
@@ -129,6 +131,21 @@ def find_program(name: str) -> Path | None:
     return Path(found) if found else None
 
 
+TOOL_ENV = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "XDG_CACHE_HOME"}
+    | {"SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT"}  # what a program needs to start on Windows
+)
+"""What an analyzer's tool inherits of codejury's environment, besides every ``LC_*`` variable (``tool_env``)."""
+
+
+def tool_env(inherit: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a tool runs in: of ``environ`` (the process's), only ``TOOL_ENV``, ``LC_*`` and the
+    names in ``inherit`` (what this tool needs, e.g. ``PYTHONPATH`` for a Python program)."""
+    source = os.environ if environ is None else environ
+    wanted = TOOL_ENV | set(inherit)
+    return {name: value for name, value in source.items() if name in wanted or name.startswith("LC_")}
+
+
 @dataclass(frozen=True)
 class ToolRun:
     """What a finished tool process returned."""
@@ -150,12 +167,15 @@ async def run_tool(
     name: str,
     timeout_s: float = TOOL_TIMEOUT_S,
     limit: int = MAX_TOOL_OUTPUT_BYTES,
+    inherit: Iterable[str] = (),
 ) -> ToolRun:
-    """Run ``argv`` without a shell; raise ``AnalyzerFailed`` past ``timeout_s`` or ``limit`` bytes of output."""
+    """Run ``argv`` without a shell, in a minimal environment (``tool_env(inherit)``); raise ``AnalyzerFailed``
+    past ``timeout_s`` or ``limit`` bytes of output."""
     try:
         proc = await asyncio.create_subprocess_exec(
             *map(str, argv),
             cwd=cwd,
+            env=tool_env(inherit),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -87,7 +87,9 @@ class MypyAnalyzer:
                 "--output", "json", "--no-error-summary", "--hide-error-context", "--no-pretty",
                 "--", *files,
             ]  # fmt: skip
-            run = await run_tool(argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s)
+            run = await run_tool(  # mypy is a Python program: it may need the interpreter's own path settings
+                argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s, inherit=("PYTHONPATH", "PYTHONHOME")
+            )
         rows = [self._row(line) for line in run.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
         if run.returncode == 2:  # a blocking error (a file that does not parse) or a crash: nothing else was checked
             first = next((r for r in rows if r.get("severity") == "error"), None)
