@@ -6,10 +6,14 @@
 2. Token economy on a full-tier change (seven reviewers): input tokens of every reviewer's
    first request as laid out (tools read the change on demand), against the same reviewers
    with the whole change context pasted into every prompt. Target: at most one third.
+3. Bounds: how long a call that runs into its time budget takes in all, against the budget: a
+   read-only tool's (a catastrophic grep pattern, a 70 MB file read whole), and a fetch from a server
+   that never answers (the routing document, the organisation's instructions template). Target: the
+   budget and a few milliseconds. (The tests check that each budget fires; the figures are here.)
 
-Usage: python benchmarks/engine.py [--smoke] [scale N_FILES LINES | tokens]
-``--smoke``: one small size (10 files / 1,000 lines) and the token economy of the full-tier change
-alone, in seconds; the targets are printed, not enforced.
+Usage: python benchmarks/engine.py [--smoke] [scale N_FILES LINES | tokens | bounds]
+``--smoke``: one small size (10 files / 1,000 lines), the token economy of the full-tier change
+alone and the bounds, in seconds; the targets are printed, not enforced.
 """
 
 from __future__ import annotations
@@ -242,9 +246,44 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
     return {"reviewers": ran, "first_requests": first_requests, "pasted": pasted, "ratio": round(ratio, 3)}
 
 
+def run_bounds() -> None:
+    """Each bounded call's wall time beside its budget."""
+    from codejury.agents.tools import RepoTools
+    from codejury.remote_config import fetch_routing
+    from codejury.reviewers.instructions import fetch_template
+    from codejury.testing.routing_server import RoutingServer
+
+    rows: list[tuple[str, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="codejury-bench-bounds-") as tmp:
+        root = Path(tmp)
+        for i in range(6):
+            (root / f"f{i}.txt").write_text("x" * 3000 + "\n")
+        with (root / "big.txt").open("wb") as fh:
+            for _ in range(64):
+                fh.write(b"short line\n" * 100_000)  # 70 MB of short lines
+        for name, budget, call in (
+            ("grep '(x+x+)+y' over 6 lines of 3,000 x", 0.5, lambda t: t.grep("(x+x+)+y")),
+            ("read_file of 70 MB, 6.4 million lines", 0.3, lambda t: t.read_file("big.txt", 50_000_000)),
+        ):
+            tools = RepoTools(root, {}, time_budget_s=budget)
+            started = time.perf_counter()
+            answer = call(tools)
+            rows.append((name, budget, time.perf_counter() - started))
+            assert "time limit" in answer, answer[:200]
+    with RoutingServer() as server:
+        server.hang_s = 60.0  # silent until it stops
+        for name, fetch in (("routing document", fetch_routing), ("instructions template", fetch_template)):
+            started = time.perf_counter()
+            assert asyncio.run(fetch(server.url, warn=lambda _: None, timeout_s=0.5)) is None
+            rows.append((f"{name} from a server that never answers", 0.5, time.perf_counter() - started))
+    print("\nbounds (a call that runs into its time budget: wall time in all, against the budget):")
+    for name, budget, took in rows:
+        print(f"  {name}: {took:.2f} s, budget {budget:g} s, {(took - budget) * 1000:+.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", nargs="?", choices=["scale", "tokens"], help="one part only (default: both)")
+    parser.add_argument("part", nargs="?", choices=["scale", "tokens", "bounds"], help="one part only (default: all)")
     parser.add_argument("size", nargs="*", type=int, help="with scale: N_FILES LINES, measured in this process")
     parser.add_argument("--smoke", action="store_true", help="smoke size: seconds, targets printed, not enforced")
     args = parser.parse_args()
@@ -252,13 +291,15 @@ def main() -> None:
         print(json.dumps(asyncio.run(scale_once(*args.size))))
         return
     if args.smoke:
-        print("smoke size: scale at 10 files / 1,000 lines, token economy of the full-tier change alone")
+        print("smoke size: scale at 10 files / 1,000 lines, token economy of the full-tier change alone, bounds")
     if args.part in (None, "scale"):
         run_scale(SMOKE_SIZES if args.smoke else SIZES)
     if args.part in (None, "tokens"):
         asyncio.run(run_tokens(extra=False))
         if not args.smoke:
             asyncio.run(run_tokens(extra=True))
+    if args.part in (None, "bounds"):
+        run_bounds()
 
 
 if __name__ == "__main__":

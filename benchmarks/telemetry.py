@@ -4,7 +4,9 @@ The same full-tier review (four reviewers, one tool call, two findings, the coor
 over and over, interleaved, in four set-ups: nothing configured (the default), metrics only (a
 ``LastRunRecorder`` writing a textfile), traces only (OTLP/HTTP to a collector on loopback), and
 both. Printed: the median and p90 wall time per review of each, and the median's difference from
-nothing configured; then the cost of one stage span while tracing is off. Target: nothing
+nothing configured; then the cost of one stage span while tracing is off; then what a collector that
+refuses the spans and a Pushgateway that never answers add to one review (target: at most their 2 s
+bounds, the review itself unaffected). Target: nothing
 configured is the baseline itself (the only telemetry on that path is a shared no-op context per
 stage), and the configured set-ups stay within a few milliseconds of it.
 
@@ -52,7 +54,7 @@ def change(tmp: Path) -> Any:
     return ChangeSet(files=parse_diff(diff), meta=ChangeMeta(title="Add lookup", repository="acme/shop"), root=root)
 
 
-async def one_review(tmp: Path, *, metrics: bool, traces: str | None) -> float:
+async def one_review(tmp: Path, *, metrics: bool, traces: str | None, push: str | None = None) -> float:
     from codejury.config import Settings
     from codejury.pipeline import ReviewOptions, review
     from codejury.record.events import EventLog
@@ -77,6 +79,8 @@ async def one_review(tmp: Path, *, metrics: bool, traces: str | None) -> float:
     with EventLog(None, run_id="bench") as events:
         tracing = start_tracing(env, redact=events.redact)
         recorders = [LastRunRecorder(textfile=tmp / "codejury.prom")] if metrics else []
+        if push is not None:
+            recorders.append(LastRunRecorder(push_url=push, warn=lambda line: None))
         opts = ReviewOptions(
             settings=settings,
             env=env,
@@ -91,18 +95,43 @@ async def one_review(tmp: Path, *, metrics: bool, traces: str | None) -> float:
     return time.perf_counter() - started
 
 
-def collector() -> Any:
+def collector(status: int = 200) -> Any:
     from codejury.testing.loopback import LoopbackServer, QuietHandler
 
     class Handler(QuietHandler):
         def do_POST(self) -> None:
             self.read_body()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", "0")
             self.end_headers()
 
     return LoopbackServer(Handler)
+
+
+def silent_gateway() -> Any:
+    """A Pushgateway that reads the push and never answers (until it stops)."""
+    from codejury.testing.loopback import LoopbackServer, QuietHandler
+
+    class Handler(QuietHandler):
+        def do_PUT(self) -> None:
+            self.read_body()
+            server.stopping.wait(60)
+
+    server = LoopbackServer(Handler)
+    return server
+
+
+def faulty_peers(base: float, n: int) -> None:
+    """What a refusing trace collector and a silent Pushgateway add to one review (median of ``n``)."""
+    with tempfile.TemporaryDirectory() as tmp, collector(status=400) as refusing, silent_gateway() as gateway:
+        traces = f"{refusing.origin}/v1/traces"
+        refused = [asyncio.run(one_review(Path(tmp) / "refused", metrics=False, traces=traces)) for _ in range(n)]
+        silent = [asyncio.run(one_review(Path(tmp) / "silent", metrics=False, traces=None, push=gateway.origin))
+                  for _ in range(n)]  # fmt: skip
+    for name, values in (("a trace collector that refuses", refused), ("a Pushgateway that never answers", silent)):
+        median = statistics.median(values)
+        print(f"  {name}: review median {median * 1000:.0f} ms, {(median - base) * 1000:+.0f} ms (target <= 2 s)")
 
 
 def main() -> None:
@@ -143,6 +172,7 @@ def main() -> None:
     n = 10_000 if args.smoke else 1_000_000
     per_call = timeit.timeit(lambda: span("filter").__enter__(), number=n) / n
     print(f"  a stage span while tracing is off: {per_call * 1e9:.0f} ns")
+    faulty_peers(base, 1 if args.smoke else 3)
 
 
 if __name__ == "__main__":

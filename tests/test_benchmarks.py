@@ -31,6 +31,10 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+10\s+1000\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",  # scale: files, lines, diff MiB, wall s, peak RSS MiB
         rf"seconds per 1,000 changed lines: {NUMBER}",
         rf"^\s+total\s+{NUMBER}\s+{NUMBER}\s+ratio {NUMBER} \(target <= 0\.33: (met|NOT met)\)$",  # token economy
+        *(  # bounds
+            rf"^\s+{what}.*: {NUMBER} s, budget {NUMBER} s, [+-]{NUMBER} ms$"
+            for what in ("grep", "read_file", "routing document", "instructions template")
+        ),
     ],
     "publish": [
         rf"^gitlab first review, 5 findings: {NUMBER} API calls, {NUMBER} s",
@@ -48,6 +52,8 @@ FIGURES: dict[str, list[str]] = {
         rf"^codejury stats over 1,000 reviews .*: best {NUMBER} s",
         rf"^recording one review into that store: median {NUMBER} ms, p95 {NUMBER} ms",
         rf"^recording with the store down: hung server {NUMBER} s .*refused port {NUMBER} s",
+        rf"^closing the recorder with the store down: {NUMBER} ms",
+        rf"^checking the daily caps against the hung server: {NUMBER} s",
     ],
     "dashboard": [
         rf"^codejury dashboard --since all over 1,000 reviews .*best {NUMBER} s",
@@ -57,6 +63,8 @@ FIGURES: dict[str, list[str]] = {
     "telemetry": [
         *(rf"^\s+{name}\s+median\s+{NUMBER} ms\s+p90\s+{NUMBER} ms" for name in ("nothing configured", "both")),
         rf"a stage span while tracing is off: {NUMBER} ns",
+        rf"a trace collector that refuses: review median {NUMBER} ms, [+-]{NUMBER} ms \(target <= 2 s\)",
+        rf"a Pushgateway that never answers: review median {NUMBER} ms, [+-]{NUMBER} ms \(target <= 2 s\)",
     ],
     "index": [
         rf"^first index:\s+{NUMBER} s",
