@@ -49,8 +49,28 @@ def hostile_review() -> Review:
     )
 
 
+def grounded_review() -> Review:
+    """Findings on every kind of grounds: analyzer rules of two tools (one a security rule), a passed check,
+    a failing test, the model alone."""
+    others = [
+        ("S", "code_quality", "quoting", "Unquoted variable", ["shellcheck:SC2086"]),
+        ("T", "code_quality", "logic", "Wrong total", ["junit:tests.test_db::test_total"]),
+        ("M", "performance", "n+1-query", "Loop", []),
+    ]
+    findings = [
+        finding(id="R", evidence=["ruff:S608"], verified=True),
+        finding(id="V", category="auth", title="Token compared with ==", verified=True),
+        *(
+            finding(id=i, reviewer=r, category=c, severity="warning", title=t, evidence=e, suggestion=None)
+            for i, r, c, t, e in others
+        ),
+    ]
+    return all_ok(full_review(findings=findings))
+
+
 REVIEWS = {
     "full": full_review,
+    "grounded": grounded_review,
     "clean": clean_review,
     "not_reviewed": not_reviewed_review,
     "hostile": hostile_review,
@@ -118,7 +138,7 @@ def _range_ok(r: dict[str, Any]) -> bool:
 
 
 def test_rdjson_has_no_field_outside_the_proto_because_reviewdog_rejects_unknown_fields() -> None:
-    for review in (full_review(), REVIEWS["unjudged"](), hostile_review()):
+    for review in (full_review(), REVIEWS["unjudged"](), hostile_review(), grounded_review()):
         result = json.loads(rdjson.render(review))
         assert set(result) <= _RDF_FIELDS["result"] and set(result["source"]) <= _RDF_FIELDS["source"]
         for d in result["diagnostics"]:
@@ -221,9 +241,17 @@ def test_sarif_result_carries_what_github_needs() -> None:
     sqli = run["results"][0]
     assert sqli["ruleId"] == "sql-injection" and driver["rules"][sqli["ruleIndex"]]["id"] == "sql-injection"
     assert sqli["message"]["text"].startswith("SQL built from request input\n\nThe query interpolates")
+    assert sqli["message"]["text"].endswith("\n\nGrounds: model alone")
     location = sqli["locations"][0]["physicalLocation"]
     assert location == {"artifactLocation": {"uri": "src/app/db.py"}, "region": {"startLine": 42, "endLine": 44}}
-    assert sqli["properties"] == {"reviewer": "security", "severity": "critical", "confidence": 0.9}
+    assert sqli["properties"] == {
+        "reviewer": "security",
+        "severity": "critical",
+        "confidence": 0.9,
+        "category": "sql-injection",
+        "grounds": "model alone",
+        "evidence": [],
+    }
     fix = sqli["fixes"][0]["artifactChanges"][0]["replacements"][0]
     assert fix["deletedRegion"] == {"startLine": 42, "endLine": 44}
     assert fix["insertedContent"]["text"].startswith("cur.execute(")
@@ -255,7 +283,7 @@ def test_rdjson_carries_the_suggestion_over_the_finding_lines() -> None:
 
 def test_codeclimate_entry_has_gitlabs_fields() -> None:
     entry = json.loads(codeclimate.render(full_review()))[0]
-    assert entry["description"] == "SQL built from request input"
+    assert entry["description"] == "SQL built from request input (model alone)"
     assert entry["check_name"] == "sql-injection"
     assert entry["location"] == {"path": "src/app/db.py", "lines": {"begin": 42, "end": 44}}
     assert entry["categories"] == ["Security"] and entry["type"] == "issue"
@@ -392,3 +420,79 @@ def test_cli_dry_run_with_a_review_only_format_is_a_one_line_usage_error(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("codejury: ") and f"--format {fmt}" in lines[0]
     assert "--dry-run" in lines[0]
+
+
+# --- grounds: the analyzer and rule, a passed check, or the model alone -------------------------------
+
+
+def test_sarif_puts_each_analyzers_rules_in_its_own_extension_with_docs_and_security_severity() -> None:
+    log = json.loads(sarif.render(grounded_review()))
+    assert schema_errors(log, "sarif-2.1.0.json") == []
+    tool = log["runs"][0]["tool"]
+    assert tool["driver"]["name"] == "codejury"
+    assert [e["name"] for e in tool["extensions"]] == ["ruff", "shellcheck"]
+    results = {r["message"]["text"].split("\n")[0]: r for r in log["runs"][0]["results"]}
+
+    ruff = results["SQL built from request input"]
+    assert ruff["ruleId"] == "ruff/S608"
+    component = tool["extensions"][ruff["rule"]["toolComponent"]["index"]]
+    rule = component["rules"][ruff["ruleIndex"]]
+    assert component["name"] == "ruff" and rule["id"] == ruff["rule"]["id"] == "ruff/S608"
+    assert rule["helpUri"] == "https://docs.astral.sh/ruff/rules/hardcoded-sql-expression/"
+    assert rule["properties"]["security-severity"] == "9.5" and "security" in rule["properties"]["tags"]
+    assert ruff["properties"]["grounds"] == "ruff S608; checked against the code"
+    assert ruff["properties"]["evidence"] == ["ruff:S608"]
+    assert ruff["message"]["text"].endswith("Grounds: ruff S608; checked against the code")
+
+    shell = results["Unquoted variable"]
+    rule = tool["extensions"][shell["rule"]["toolComponent"]["index"]]["rules"][shell["ruleIndex"]]
+    assert (shell["ruleId"], rule["id"]) == ("shellcheck/SC2086", "shellcheck/SC2086")
+    assert rule["helpUri"] == "https://www.shellcheck.net/wiki/SC2086"
+    assert rule["properties"] == {"tags": ["code_quality"]}  # not a security rule: no security-severity
+
+    driver_rules = tool["driver"]["rules"]
+    for title, grounds in [
+        ("Token compared with ==", "model, checked against the code"),
+        ("Wrong total", "failing test tests.test_db::test_total"),
+        ("Loop", "model alone"),
+    ]:
+        result = results[title]
+        assert "rule" not in result and driver_rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["properties"]["grounds"] == grounds and result["message"]["text"].endswith(grounds)
+    auth = driver_rules[results["Token compared with =="]["ruleIndex"]]
+    assert auth["properties"] == {"tags": ["security"], "security-severity": "9.5"}  # the security reviewer's
+    assert driver_rules[results["Loop"]["ruleIndex"]]["properties"] == {"tags": ["performance"]}
+
+
+def test_sarif_rule_ids_are_unique_per_component_and_results_point_at_them() -> None:
+    review = grounded_review()
+    twice = review.model_copy(update={"findings": [*review.findings, finding(id="R2", evidence=["ruff:S608"])]})
+    tool = json.loads(sarif.render(twice))["runs"][0]["tool"]
+    for component in [tool["driver"], *tool["extensions"]]:
+        ids = [r["id"] for r in component["rules"]]
+        assert len(ids) == len(set(ids))
+    [ruff] = [e for e in tool["extensions"] if e["name"] == "ruff"]
+    assert [r["id"] for r in ruff["rules"]] == ["ruff/S608"]
+
+
+def test_rdjson_carries_the_tools_rule_as_source_and_code() -> None:
+    diagnostics = json.loads(rdjson.render(grounded_review()))["diagnostics"]
+    by_title = {d["message"].split("\n")[0]: d for d in diagnostics}
+    ruff = by_title["SQL built from request input"]
+    assert ruff["source"] == {"name": "ruff"}
+    assert ruff["code"] == {"value": "S608", "url": "https://docs.astral.sh/ruff/rules/hardcoded-sql-expression/"}
+    assert ruff["message"].endswith("\n\nGrounds: ruff S608; checked against the code")
+    assert by_title["Unquoted variable"]["code"]["value"] == "SC2086"
+    loop = by_title["Loop"]
+    assert "source" not in loop and loop["code"] == {"value": "n+1-query"}
+    assert loop["message"].endswith("Grounds: model alone")
+
+
+def test_codeclimate_carries_the_tools_rule_and_the_grounds_the_widget_shows() -> None:
+    report = {e["description"].split(" (")[0]: e for e in json.loads(codeclimate.render(grounded_review()))}
+    ruff = report["SQL built from request input"]
+    assert ruff["check_name"] == "ruff/S608"
+    assert ruff["description"] == "SQL built from request input (ruff S608; checked against the code)"
+    assert report["Unquoted variable"]["check_name"] == "shellcheck/SC2086"
+    assert report["Token compared with =="]["description"].endswith("(model, checked against the code)")
+    assert report["Loop"]["check_name"] == "n+1-query" and report["Loop"]["description"] == "Loop (model alone)"

@@ -68,8 +68,10 @@ def test_finding_shape_with_and_without_suggestion() -> None:
         "evidence",
         "verified",
         "advisory",
+        "grounds",
     ]
     assert (first["evidence"], first["verified"], first["advisory"]) == ([], None, False)
+    assert first["grounds"] == "model alone"
     assert first["suggestion"].startswith("cur.execute(")
     assert "suggestion" not in second
     assert second["start_line"] == second["end_line"] == 7
@@ -149,7 +151,7 @@ def test_schema_rejects_bool_as_integer_and_out_of_range() -> None:
 def test_schema_lists_every_key_the_serializer_can_emit() -> None:
     props = REVIEW_JSON_SCHEMA["properties"]
     assert set(props) == set(json.loads(review_to_json(full_review())))
-    assert set(props["findings"]["items"]["properties"]) == set(finding().model_dump())
+    assert set(props["findings"]["items"]["properties"]) == {*finding().model_dump(), "grounds"}
     assert REVIEW_JSON_SCHEMA["properties"]["findings"]["items"]["required"].count("suggestion") == 0
 
 
@@ -189,3 +191,17 @@ def test_a_not_reviewed_review_is_valid_json_contract() -> None:
     assert data["verdict"] == "not_reviewed" and data["findings"] == [] and data["reviewers"] == []
     assert schema_errors(data, REVIEW_JSON_SCHEMA) == []
     assert data["skipped_files"][0] == {"path": "yarn.lock", "reason": "lock file"}
+
+
+def test_each_finding_says_in_words_what_it_stands_on() -> None:
+    review = full_review(
+        findings=[finding(evidence=["ruff:S608"], verified=True), finding(id="B", verified=True), finding(id="C")]
+    )
+    data = json.loads(review_to_json(review))
+    assert [f["grounds"] for f in data["findings"]] == [
+        "ruff S608; checked against the code",
+        "model, checked against the code",
+        "model alone",
+    ]
+    assert data["findings"][0]["evidence"] == ["ruff:S608"]  # the keys stay as they were
+    assert schema_errors(data, REVIEW_JSON_SCHEMA) == []

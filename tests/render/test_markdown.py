@@ -141,12 +141,21 @@ def test_grounding_note_says_why_an_advisory_finding_does_not_block() -> None:
     confirmed = finding(evidence=["ruff:S608"], verified=True)
     rejected_hit = finding(evidence=["rules:perf-py-query-in-loop"], advisory=True)
     own_check_only = finding(verified=True, advisory=True)
-    assert grounding_note(confirmed) == "Backed by ruff:S608; checked against the code"
+    assert grounding_note(confirmed) == "Grounds: ruff S608; checked against the code"
     assert grounding_note(rejected_hit) == (
-        "Backed by rules:perf-py-query-in-loop; advisory: the reviewing model did not confirm the hit, does not block"
+        "Grounds: rules perf-py-query-in-loop; advisory: the reviewing model did not confirm the hit, does not block"
     )
     # A passed check is never also called "not verified".
     assert grounding_note(own_check_only) == (
-        "Checked against the code; advisory: a small model's finding without analyzer evidence, does not block"
+        "Grounds: model, checked against the code; "
+        "advisory: a small model's finding without analyzer evidence, does not block"
     )
-    assert grounding_note(finding()) == ""
+    assert grounding_note(finding()) == "Grounds: model alone"
+
+
+def test_every_finding_in_markdown_shows_its_grounds() -> None:
+    text = render_review_markdown(
+        full_review(findings=[finding(evidence=["ruff:S608", "rules:py-sql-built-from-strings"]), finding(id="B")])
+    )
+    assert "_Grounds: ruff S608, rules py-sql-built-from-strings_" in text
+    assert "_Grounds: model alone_" in text

@@ -105,3 +105,19 @@ def test_plan_terminal_with_no_reviewer_says_nothing_would_be_reviewed() -> None
     console, buf = _console()
     render_plan_terminal(plan(reviewers=[]), console)
     assert "Nothing to review" in buf.getvalue()
+
+
+def test_review_terminal_shows_what_each_finding_stands_on() -> None:
+    grounded = [
+        finding(id="A", evidence=["ruff:S608"], verified=True),
+        finding(id="B", title="Unbounded cache", verified=True),
+        finding(id="C", title="Loop issues a query"),
+        finding(id="D", title="Test fails", evidence=["junit:tests.test_db::test_find"]),
+    ]
+    console, buf = _console()
+    render_review_terminal(full_review(findings=grounded), console)
+    out = " ".join(buf.getvalue().split())
+    assert "Grounds: ruff S608; checked against the code" in out
+    assert "Grounds: model, checked against the code" in out
+    assert "Grounds: model alone" in out
+    assert "Grounds: failing test tests.test_db::test_find" in out

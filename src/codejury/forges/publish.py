@@ -62,7 +62,7 @@ from codejury.forges.safety import UnsafeBody as UnsafeBody
 from codejury.forges.safety import checked as checked
 from codejury.forges.safety import inline_code, safe_code, safe_line, safe_text, suggestion_block
 from codejury.forges.summary import failure_note as failure_note
-from codejury.forges.summary import summary_body
+from codejury.forges.summary import grounds_line, summary_body
 from codejury.judge.verdict import VCS_ACTION
 from codejury.render import SEVERITY_LABELS
 
@@ -300,6 +300,7 @@ def _inline(
         parts += ["Suggested change:", "", suggestion_block(finding.suggestion, lines_above=above), ""]
     elif finding.suggestion is not None and finding.suggestion.strip():
         parts += ["Suggested code:", "", safe_code(finding.suggestion), ""]
+    parts += [grounds_line(finding), ""]
     parts.append(f"<sub>codejury · {safe_line(finding.reviewer)} · confidence {finding.confidence:.0%}</sub>")
     text = checked(with_marker(finding_marker(key), "\n".join(parts)))
     return InlineComment(fp, key, finding, spot[0], spot[1], text)

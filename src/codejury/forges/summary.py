@@ -1,6 +1,7 @@
 """The summary comment's text: the body a review publishes on the conversation, and the failure note.
 
-``summary_body`` renders a planned review (verdict, re-review counts, findings by section, the
+``summary_body`` renders a planned review (verdict, re-review counts, findings by section with
+what each stands on (``grounds_line``), the findings not published counted by reason, the
 threads fixed or still open, reviewers that failed, files reviewed and skipped, cost) and
 ``failure_note`` the short body of a review in which no reviewer succeeded; both end with the
 summary marker that carries the state the next run reads back. Deciding what to publish stays
@@ -19,8 +20,11 @@ from codejury.forges.plan import PlanOptions, PreviousState, PreviousThread, Pub
 from codejury.forges.safety import checked, inline_code, safe_code, safe_line, safe_text
 from codejury.render import (
     SEVERITY_LABELS,
+    counted,
+    finding_grounds,
     format_cost,
     format_duration,
+    grounding_note,
     group_by_section,
     injection_note,
     injection_places,
@@ -143,7 +147,8 @@ def summary_body(
     )
     if review.dropped_findings:
         total = sum(review.dropped_findings.values())
-        lines += [f"{total} finding(s) dropped by the judge.", ""]
+        reasons = ", ".join(f"{safe_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
+        lines += [f"{counted(total, 'finding')} not published ({reasons}).", ""]
     u = review.usage
     lines.append(
         f"<sub>codejury · tier {review.tier} · {format_cost(u.cost_usd)} · {format_duration(u.duration_s)}</sub>"
@@ -152,15 +157,22 @@ def summary_body(
     return checked(with_marker(marker, "\n".join(lines) + "\n"))
 
 
+def grounds_line(finding: Finding) -> str:
+    """What the finding stands on, as published (inline comments and the summary): ``render.grounding_note``
+    (``Grounds: ruff S608; checked against the code``, ``Grounds: model alone; advisory: …``)."""
+    return safe_line(grounding_note(finding))
+
+
 def _summary_finding(finding: Finding, summary_reason: str | None, options: PlanOptions) -> list[str]:
     label = SEVERITY_LABELS.get(finding.severity, finding.severity)
     head = f"**{label}** · {_link(finding, options)} · **{safe_line(finding.title)}**"
     if summary_reason is None:
-        return [f"{head} · see its thread", ""]
+        return [f"{head} · grounds: {safe_line(finding_grounds(finding))} · see its thread", ""]
     out = [f"{head} · not commented inline: {summary_reason}", ""]
     body = safe_text(finding.body).strip()
     if body:
         out += [body, ""]
+    out += [grounds_line(finding), ""]
     if finding.suggestion is not None and finding.suggestion.strip():
         out += ["Suggested code:", "", safe_code(finding.suggestion), ""]
     return out

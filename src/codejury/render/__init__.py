@@ -57,14 +57,60 @@ def group_by_section(findings: Sequence[Finding]) -> list[tuple[str, list[Findin
     ]
 
 
+GROUNDS_SHOWN = 5
+"""The most evidence keys a grounds phrase names; the rest are counted."""
+RULELESS: dict[str, str] = {"junit": "failing test"}
+"""Evidence that backs a finding without being a tool's rule, and how it reads: a failing test covering the
+finding's function (``junit:<test id>``)."""
+
+
+def tool_rule(key: str) -> tuple[str, str] | None:
+    """The (tool, rule) an evidence key ``analyzer:rule`` names (``ruff:S608`` → ``("ruff", "S608")``); None for a
+    key that names no rule (a failing test, ``junit:<test id>``) or has no tool."""
+    tool, sep, rule = key.partition(":")
+    if not sep or not tool.strip() or not rule.strip() or tool in RULELESS:
+        return None
+    return tool.strip(), rule.strip()
+
+
+def finding_rule(finding: Finding) -> tuple[str | None, str]:
+    """The rule a finding belongs to in the formats that carry rules (SARIF, rdjson, Code Quality): (tool, rule)
+    of the first analyzer rule that backs it, else (None, its category; ``general`` when it has none)."""
+    for key in finding.evidence:
+        if (found := tool_rule(key)) is not None:
+            return found
+    return None, finding.category.strip() or "general"
+
+
+def ground_words(key: str) -> str:
+    """One evidence key in words: ``ruff:S608`` → ``ruff S608``, ``junit:<id>`` → ``failing test <id>``."""
+    tool, sep, rule = one_line(key).partition(":")
+    if not sep:
+        return tool
+    return f"{RULELESS.get(tool, tool)} {rule}"
+
+
+def grounds_phrase(evidence: Sequence[str], *, verified: bool | None) -> str:
+    """What a finding stands on, in the words every format uses: the analyzers and rules that flag its lines
+    (``ruff S608``), with ``; checked against the code`` when a verification passed; else ``model, checked
+    against the code`` or ``model alone``."""
+    if not evidence:
+        return "model, checked against the code" if verified else "model alone"
+    shown = ", ".join(ground_words(e) for e in evidence[:GROUNDS_SHOWN])
+    if len(evidence) > GROUNDS_SHOWN:
+        shown += f" and {len(evidence) - GROUNDS_SHOWN} more"
+    return f"{shown}; checked against the code" if verified else shown
+
+
+def finding_grounds(f: Finding) -> str:
+    """``grounds_phrase`` of a finding."""
+    return grounds_phrase(f.evidence, verified=f.verified)
+
+
 def grounds(evidence: Sequence[str], *, verified: bool | None, advisory: bool, withholds: bool = False) -> list[str]:
-    """What backs a finding, in words: analyzer rules, a passed check, why it does not block when advisory,
-    and why it withholds approval when it is held on security evidence."""
-    parts = []
-    if evidence:
-        parts.append("backed by " + ", ".join(one_line(e) for e in evidence))
-    if verified:
-        parts.append("checked against the code")
+    """What backs a finding, in words: ``grounds: `` and its ``grounds_phrase``, then why it does not block when
+    advisory, and why it withholds approval when it is held on security evidence."""
+    parts = [f"grounds: {grounds_phrase(evidence, verified=verified)}"]
     if withholds:
         parts.append("security evidence no model confirmed: withholds approval until a person dismisses it")
     if advisory:
@@ -75,6 +121,13 @@ def grounds(evidence: Sequence[str], *, verified: bool | None, advisory: bool, w
         else:
             parts.append("advisory: not verified, does not block")
     return parts
+
+
+def grounding_note(f: Finding) -> str:
+    """A finding's ``grounds`` as one sentence: ``Grounds: ruff S608; checked against the code``,
+    ``Grounds: model alone; advisory: not verified, does not block``."""
+    note = "; ".join(grounds(f.evidence, verified=f.verified, advisory=f.advisory, withholds=f.withholds_approval))
+    return note[:1].upper() + note[1:]
 
 
 def not_reviewed_notice(review: Review) -> str | None:

@@ -5,7 +5,10 @@ A JSON array of Code Climate issues with the fields GitLab reads (``description`
 the Code Climate ones it ignores but other consumers use (``type``, ``categories``,
 ``content.body``, ``location.lines.end``). GitLab keys the report by fingerprint, so every entry's
 fingerprint is unique (``unique_fingerprints``); the widget compares fingerprints between the
-target branch's report and the merge request's, which is why they do not depend on lines.
+target branch's report and the merge request's, which is why they do not depend on lines. A finding an
+analyzer's hit backs has the tool's rule as its ``check_name`` (``ruff/S608``), any other its category;
+the description ends with what the finding stands on (``render.grounds_phrase``: ``ruff S608``,
+``model, checked against the code``, ``model alone``), since the widget shows only the description.
 
 The format has no run status. A reviewer that failed, an unjudged review, or a change nothing
 reviewed (verdict ``not_reviewed``) becomes a ``major`` issue with check name
@@ -26,7 +29,7 @@ from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.fingerprint import unique_fingerprints
-from codejury.render import clean_text, coverage_lines, not_reviewed_notice, one_line
+from codejury.render import clean_text, coverage_lines, finding_grounds, finding_rule, not_reviewed_notice, one_line
 
 SEVERITIES: dict[str, str] = {"critical": "critical", "warning": "major", "suggestion": "minor"}
 CATEGORIES: dict[str, str] = {
@@ -50,10 +53,11 @@ def _failed(review: Review) -> list[ReviewerReport]:
 
 
 def _issue(f: Finding, fp: str) -> dict[str, Any]:
+    tool, rule = finding_rule(f)
     out: dict[str, Any] = {
         "type": "issue",
-        "check_name": f.category.strip() or "general",
-        "description": one_line(f.title),
+        "check_name": f"{tool}/{rule}" if tool is not None else rule,
+        "description": f"{one_line(f.title)} ({finding_grounds(f)})",
         "categories": [CATEGORIES.get(f.reviewer, "Bug Risk")],
         "severity": SEVERITIES.get(f.severity, "major"),
         "fingerprint": fp,

@@ -1,7 +1,9 @@
 """Reviews and plans as JSON: the stable machine-readable contract, with JSON Schemas to check it.
 
 Key order is fixed and optional keys (a finding's ``suggestion``, a reviewer's ``error``) are
-absent rather than null; a finding's ``withholds_approval`` is present only when true (a finding held
+absent rather than null; a finding's ``grounds`` says in words what it stands on (``render.grounds_phrase``:
+the analyzer and rule, ``model, checked against the code`` or ``model alone``) beside the ``evidence`` keys and
+``verified``; its ``withholds_approval`` is present only when true (a finding held
 on security evidence that no model confirmed). ``below_threshold`` lists the findings under the
 confidence threshold, each flagged ``"below_threshold": true`` (not published, not counted toward the
 verdict); ``suspected_injections`` the passages that look like instructions to the reviewer.
@@ -16,6 +18,7 @@ import json
 from typing import Any, get_args
 
 from codejury.findings import Finding, Plan, Review, ReviewerReport, Usage, Verdict
+from codejury.render import finding_grounds
 
 _USAGE_KEYS = (
     "input_tokens",
@@ -49,6 +52,7 @@ def _finding(f: Finding) -> dict[str, Any]:
     out["evidence"] = list(f.evidence)
     out["verified"] = f.verified
     out["advisory"] = f.advisory
+    out["grounds"] = finding_grounds(f)
     if f.withholds_approval:
         out["withholds_approval"] = True
     return out
@@ -163,6 +167,7 @@ _FINDING_SCHEMA = _object(
         "evidence": {"type": "array", "items": _STR},
         "verified": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
         "advisory": {"type": "boolean"},
+        "grounds": _STR,
         "withholds_approval": {"type": "boolean"},
     },
     optional=("suggestion", "withholds_approval"),

@@ -17,7 +17,7 @@ from codejury.render import (
     format_cost,
     format_duration,
     format_tokens,
-    grounds,
+    grounding_note,
     group_by_section,
     injection_note,
     injection_places,
@@ -57,20 +57,13 @@ def _cell(text: str) -> str:
     return one_line(text).replace("|", "\\|")
 
 
-def grounding_note(f: Finding) -> str:
-    """What backs a finding: analyzer rules, a passed verification, or nothing (advisory)."""
-    note = "; ".join(grounds(f.evidence, verified=f.verified, advisory=f.advisory, withholds=f.withholds_approval))
-    return note[:1].upper() + note[1:]
-
-
 def _finding(f: Finding) -> list[str]:
     label = SEVERITY_LABELS.get(f.severity, f.severity.title())
     lines = [f"**{label}** · {code_span(location(f))} · **{one_line(f.title)}**", ""]
     body = clean_text(f.body).strip()
     if body:
         lines += [body, ""]
-    if grounds := grounding_note(f):
-        lines += [f"_{grounds}_", ""]
+    lines += [f"_{grounding_note(f)}_", ""]
     if f.suggestion is not None and f.suggestion.strip():
         lines += ["Suggested change:", "", fenced(clean_text(f.suggestion)), ""]
     return lines

@@ -2,8 +2,11 @@
 
 One ``DiagnosticResult``: source ``codejury``, one diagnostic per finding with a line-wise range
 (no columns: start to end line inclusive, as the format defines it), severity ERROR / WARNING /
-INFO, the category as ``code.value``, and the suggested replacement, if any, as a suggestion
-over the same lines.
+INFO, and the suggested replacement, if any, as a suggestion over the same lines. A finding an
+analyzer's hit backs carries that tool as its own ``source`` and the tool's rule as ``code.value``
+(with ``code.url`` where the tool documents the rule: ``render.tool_rules``); any other finding has
+its category as ``code.value``. Every message ends with what the finding stands on
+(``render.grounds_phrase``).
 
 reviewdog parses rdjson with protobuf's strict JSON reader, which rejects unknown fields, so
 nothing outside the format is added. The format has no run status either: a reviewer that failed,
@@ -22,7 +25,8 @@ import json
 from typing import Any
 
 from codejury.findings import Finding, Review, ReviewerReport
-from codejury.render import clean_text, coverage_lines, not_reviewed_notice, one_line
+from codejury.render import clean_text, coverage_lines, finding_grounds, finding_rule, not_reviewed_notice, one_line
+from codejury.render.tool_rules import help_uri
 
 SEVERITIES: dict[str, str] = {"critical": "ERROR", "warning": "WARNING", "suggestion": "INFO"}
 
@@ -41,12 +45,16 @@ def _range(f: Finding) -> dict[str, Any]:
 def _diagnostic(f: Finding) -> dict[str, Any]:
     body = clean_text(f.body).strip()
     title = one_line(f.title)
+    tool, rule = finding_rule(f)
     out: dict[str, Any] = {
-        "message": f"{title}\n\n{body}" if body else title,
+        "message": "\n\n".join([title, *([body] if body else []), f"Grounds: {finding_grounds(f)}"]),
         "location": {"path": f.path, "range": _range(f)},
         "severity": SEVERITIES.get(f.severity, "WARNING"),
-        "code": {"value": f.category.strip() or "general"},
     }
+    if tool is not None:
+        out["source"] = {"name": tool}
+    uri = help_uri(tool, rule) if tool is not None else None
+    out["code"] = {"value": rule, **({"url": uri} if uri else {})}
     if f.suggestion is not None and f.suggestion.strip():
         out["suggestions"] = [{"range": _range(f), "text": clean_text(f.suggestion).rstrip("\n")}]
     return out

@@ -1,7 +1,15 @@
 """A review as SARIF 2.1.0, for GitHub code scanning (``--format sarif``).
 
-One run whose driver is codejury, one rule per finding category, one result per finding with
-the fields GitHub needs (``message.text``, a repository-relative ``artifactLocation.uri``,
+One run whose driver is codejury. A finding an analyzer's hit backs belongs to that tool's rule: the
+run's ``tool.extensions`` hold one component per analyzer (``ruff``, ``shellcheck``...) with its rules,
+the result's ``ruleId`` is namespaced by the tool (``ruff/S608``) and its ``rule`` points into the
+component. Any other finding belongs to a driver rule, its category. Every rule carries ``properties``:
+``tags`` (the reviewers that own it, and ``security`` for a security rule) and, for a security rule,
+``security-severity`` as GitHub code scanning reads it (from its most severe finding:
+``tool_rules.SECURITY_SEVERITY``); an analyzer's rule has the tool's ``helpUri`` where the tool
+documents one. Each result says what it stands on (``render.grounds_phrase``) at the end of its
+message and as ``properties.grounds``. One result per finding, with the fields GitHub needs
+(``message.text``, a repository-relative ``artifactLocation.uri``,
 ``region.startLine`` and ``partialFingerprints``, see FORGES.md). A finding's suggested
 replacement becomes a SARIF ``fix``. Reviewers that failed, an unjudged review and a change that
 nothing reviewed (verdict ``not_reviewed``: every file skipped, the skipped files in the
@@ -21,9 +29,10 @@ from typing import Any
 from urllib.parse import quote
 
 from codejury import __version__
-from codejury.findings import Finding, Review, ReviewerReport
+from codejury.findings import SEVERITY_RANK, Finding, Review, ReviewerReport
 from codejury.fingerprint import unique_fingerprints
-from codejury.render import clean_text, coverage_lines, not_reviewed_notice, one_line
+from codejury.render import clean_text, coverage_lines, finding_grounds, finding_rule, not_reviewed_notice, one_line
+from codejury.render.tool_rules import SECURITY_SEVERITY, help_uri, is_security_rule, rule_name
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "codejury/v1"
@@ -44,8 +53,9 @@ NOTIFICATIONS: list[dict[str, Any]] = [
 
 
 def rule_id(finding: Finding) -> str:
-    """The SARIF rule a finding belongs to: its category (``general`` when it has none)."""
-    return finding.category.strip() or "general"
+    """The result's ``ruleId``: ``tool/rule`` for an analyzer's rule (``ruff/S608``), else the category."""
+    tool, rule = finding_rule(finding)
+    return f"{tool}/{rule}" if tool is not None else rule
 
 
 def _failed(review: Review) -> list[ReviewerReport]:
@@ -58,7 +68,7 @@ def _failed(review: Review) -> list[ReviewerReport]:
 def _message(f: Finding) -> str:
     body = clean_text(f.body).strip()
     title = one_line(f.title)
-    return f"{title}\n\n{body}" if body else title
+    return "\n\n".join([title, *([body] if body else []), f"Grounds: {finding_grounds(f)}"])
 
 
 def _region(f: Finding) -> dict[str, int]:
@@ -69,10 +79,11 @@ def _artifact(f: Finding) -> dict[str, str]:
     return {"uri": quote(f.path.replace("\\", "/"), safe="/")}
 
 
-def _result(f: Finding, fp: str, index: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "ruleId": rule_id(f),
-        "ruleIndex": index,
+def _result(f: Finding, fp: str, index: int, component: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"ruleId": rule_id(f), "ruleIndex": index}
+    if component is not None:  # the rule is in tool.extensions[component], not in the driver
+        out["rule"] = {"id": rule_id(f), "index": index, "toolComponent": {"index": component}}
+    out |= {
         "level": LEVELS.get(f.severity, "warning"),
         "message": {"text": _message(f)},
         "locations": [{"physicalLocation": {"artifactLocation": _artifact(f), "region": _region(f)}}],
@@ -95,8 +106,65 @@ def _result(f: Finding, fp: str, index: int) -> dict[str, Any]:
                 ],
             }
         ]
-    out["properties"] = {"reviewer": f.reviewer, "severity": f.severity, "confidence": f.confidence}
+    out["properties"] = {
+        "reviewer": f.reviewer,
+        "severity": f.severity,
+        "confidence": f.confidence,
+        "category": f.category,
+        "grounds": finding_grounds(f),
+        "evidence": list(f.evidence),
+    }
     return out
+
+
+def _descriptor(tool: str | None, rule: str, findings: list[Finding]) -> dict[str, Any]:
+    """The rule's reporting descriptor, its properties drawn from the tool's docs and the findings of the rule."""
+    security = any(f.reviewer == "security" for f in findings) or (tool is not None and is_security_rule(tool, rule))
+    tags = sorted({f.reviewer for f in findings} | ({"security"} if security else set()))
+    properties: dict[str, Any] = {"tags": tags}
+    if security:
+        worst = max(findings, key=lambda f: SEVERITY_RANK.get(f.severity, 0)).severity
+        properties["security-severity"] = SECURITY_SEVERITY.get(worst, SECURITY_SEVERITY["warning"])
+    out: dict[str, Any] = {"id": f"{tool}/{rule}" if tool is not None else rule}
+    name = rule_name(tool, rule) if tool is not None else None
+    if name:
+        out["name"] = name
+    out["shortDescription"] = {"text": f"{tool} {rule}" + (f" ({name})" if name else "") if tool is not None else rule}
+    uri = help_uri(tool, rule) if tool is not None else None
+    if uri:
+        out["helpUri"] = uri
+    out["properties"] = properties
+    return out
+
+
+def _tool(review: Review) -> tuple[dict[str, Any], list[tuple[int, int | None]]]:
+    """``run.tool`` (the driver and one extension per analyzer) and each finding's (rule index, component index)."""
+    by_rule: dict[tuple[str | None, str], list[Finding]] = {}
+    for f in review.findings:
+        by_rule.setdefault(finding_rule(f), []).append(f)
+    tools = sorted({tool for tool, _ in by_rule if tool is not None})
+    component = {tool: i for i, tool in enumerate(tools)}
+    rules: dict[str | None, list[str]] = {owner: [] for owner in [None, *tools]}
+    for owner, rule in sorted(by_rule, key=lambda key: (key[0] or "", key[1])):
+        rules[owner].append(rule)
+    tool: dict[str, Any] = {
+        "driver": {
+            "name": "codejury",
+            "version": __version__,
+            "rules": [_descriptor(None, rule, by_rule[None, rule]) for rule in rules[None]],
+            "notifications": NOTIFICATIONS,
+        }
+    }
+    if tools:
+        tool["extensions"] = [
+            {"name": name, "rules": [_descriptor(name, rule, by_rule[name, rule]) for rule in rules[name]]}
+            for name in tools
+        ]
+    places = []
+    for f in review.findings:
+        owner, rule = finding_rule(f)
+        places.append((rules[owner].index(rule), component.get(owner) if owner is not None else None))
+    return tool, places
 
 
 def _notifications(review: Review) -> list[dict[str, Any]]:
@@ -146,8 +214,7 @@ def _limits(review: Review) -> list[dict[str, Any]]:
 
 def review_to_sarif_dict(review: Review) -> dict[str, Any]:
     """The review as a SARIF log (plain data)."""
-    rules = sorted({rule_id(f) for f in review.findings})
-    index = {rule: i for i, rule in enumerate(rules)}
+    tool, places = _tool(review)
     fingerprints = unique_fingerprints(review.findings)
     failures = _notifications(review)
     notifications = [*failures, *_limits(review)]
@@ -155,16 +222,12 @@ def review_to_sarif_dict(review: Review) -> dict[str, Any]:
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     run: dict[str, Any] = {
-        "tool": {
-            "driver": {
-                "name": "codejury",
-                "version": __version__,
-                "rules": [{"id": rule, "shortDescription": {"text": rule}} for rule in rules],
-                "notifications": NOTIFICATIONS,
-            }
-        },
+        "tool": tool,
         "invocations": [invocation],
-        "results": [_result(f, fp, index[rule_id(f)]) for f, fp in zip(review.findings, fingerprints, strict=True)],
+        "results": [
+            _result(f, fp, index, component)
+            for f, fp, (index, component) in zip(review.findings, fingerprints, places, strict=True)
+        ],
         "properties": {
             "verdict": review.verdict,
             "tier": review.tier,

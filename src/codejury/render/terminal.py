@@ -22,6 +22,7 @@ from codejury.render import (
     format_cost,
     format_duration,
     format_tokens,
+    grounding_note,
     group_by_section,
     injection_note,
     injection_places,
@@ -53,6 +54,7 @@ def _finding(f: Finding) -> RenderableType:
     body = clean_text(f.body).strip()
     if body:
         parts.append(Text(body, style="default"))
+    parts.append(Text(grounding_note(f), style="dim italic"))
     if f.suggestion is not None and f.suggestion.strip():
         parts.append(Text("Suggested change:", style="dim"))
         parts.append(Panel(Text(clean_text(f.suggestion).rstrip("\n")), box=box.SIMPLE, padding=(0, 1), expand=False))
