@@ -89,7 +89,7 @@ def test_a_merge_commit_checkout_reviews_the_head_commit_with_its_analyzers(
         monkeypatch.setenv(key, value)
     code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, use_url=False, number=8)
     assert code == 0, err
-    assert "ruff:S608" in out  # the analyzer read the head commit's file, not the merge or the dirty tree
+    assert "ruff S608" in out  # the analyzer read the head commit's file, not the merge or the dirty tree
     assert NO_TREE not in out + err
     assert NO_TREE not in summary(gh, 8)
 
@@ -120,7 +120,7 @@ def test_a_gitlab_merged_results_pipeline_reviews_the_head_commit_with_its_analy
         monkeypatch.setenv(name, value)
     code, out, err = gitlab_run(gl, monkeypatch, [SQL], "--publish", use_url=False, iid=8)
     assert code == 0, err
-    assert "ruff:S608" in out  # the analyzer read the head commit's file, not the merged result or the dirty tree
+    assert "ruff S608" in out  # the analyzer read the head commit's file, not the merged result or the dirty tree
     assert NO_TREE not in out + err
     [body] = [
         n["body"]
@@ -194,7 +194,7 @@ def test_a_review_through_the_api_fetches_the_head_commit_and_runs_its_analyzers
     argv_log = git_logging_shim(tmp_path, monkeypatch)
     code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, number=8)
     assert code == 0, err
-    assert "ruff:S608" in out and NO_TREE not in out + err
+    assert "ruff S608" in out and NO_TREE not in out + err
     assert NO_TREE not in summary(gh, 8) and "What this review could not do" not in summary(gh, 8)
     fetched = [r for r in gh.git.requests if r.status == 200]
     assert fetched and {r.user for r in fetched} == {ACTIONS_LOGIN}
@@ -204,7 +204,7 @@ def test_a_review_through_the_api_fetches_the_head_commit_and_runs_its_analyzers
     # a second review of the same commit fetches nothing
     before = len(gh.git.requests)
     code, out, _ = run(gh, monkeypatch, [SQL], token=ACTIONS, number=8)
-    assert code == 0 and "ruff:S608" in out and len(gh.git.requests) == before
+    assert code == 0 and "ruff S608" in out and len(gh.git.requests) == before
 
 
 def test_a_head_commit_the_forge_will_not_serve_is_one_line_in_the_summary(
@@ -231,5 +231,5 @@ def test_a_gitlab_merge_request_through_the_api_is_reviewed_with_its_head_commit
     monkeypatch.setenv("CODEJURY_REPO_CACHE", str(tmp_path / "cache"))
     code, out, err = gitlab_run(gl, monkeypatch, [SQL], iid=8)
     assert code == 0, err
-    assert "ruff:S608" in out and NO_TREE not in out + err
+    assert "ruff S608" in out and NO_TREE not in out + err
     assert {r.user for r in gl.git.requests if r.status == 200} == {FakeGitLab.BOT}
