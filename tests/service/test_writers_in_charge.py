@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from sqlalchemy import delete, select, update
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_summary
+from codejury.service import pg_queue
 from codejury.service.commands import build_service
 from codejury.service.local_queue import LocalQueue
 from codejury.service.requests import ReviewRequest
@@ -221,3 +222,23 @@ async def test_a_persons_review_keeps_acting_when_coalesced_with_a_push_or_super
 
 async def _never() -> str:
     raise AssertionError("no job runs in this test")
+
+
+async def test_on_postgresql_a_persons_review_waits_beside_a_push_and_runs_under_the_same_lock(
+    new_pg_database: Callable[[], str],
+) -> None:
+    url = new_pg_database()
+    await pg_queue.apply_schema(url)
+    app = pg_queue.make_app(url)
+    push = ReviewRequest("gitlab", "https://gitlab.example/a/w/-/merge_requests/7", "gitlab:a/w!7")
+    async with app.open_async():
+        queue = pg_queue.PostgresQueue(app)
+        assert await queue.submit(push) == "queued"
+        person = replace(push, forced=True)
+        assert [await queue.submit(person), await queue.submit(person)] == ["queued", "coalesced"]
+        todo = await app.job_manager.list_jobs_async(status="todo")
+    assert sorted((j.lock or "", j.queueing_lock or "") for j in todo) == [
+        ("gitlab:a/w!7", "gitlab:a/w!7"),
+        ("gitlab:a/w!7", "gitlab:a/w!7 forced"),
+    ]
+    assert sorted(ReviewRequest.from_json(j.task_kwargs["request"]).forced for j in todo) == [False, True]
