@@ -29,7 +29,7 @@ exceptions, caught where they are raised, derive from the root and are not drawn
     │   └── StoreTooNew             the store's schema is newer than this codejury (record.schema)
     ├── EmbeddingsError             the embeddings or rerank server failed; BM25 answers (repocontext.embeddings)
     ├── HeadAlreadyReviewed         a push job's head is already reviewed: nothing to do (session)
-    ├── ReviewFailed                no reviewer succeeded: there is no review to publish (exit 3)
+    ├── ReviewFailed                no reviewer succeeded: a partial review or a failure note (exit 3)
     ├── ForgeError                  a forge API call failed (forges.errors)
     │   ├── ForgeAuthError          401/403: the token is invalid or lacks a right
     │   ├── ForgeRefused            any other 4xx: the forge understood and said no
@@ -45,6 +45,11 @@ exceptions, caught where they are raised, derive from the root and are not drawn
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codejury.findings import Review
 
 
 class CodejuryError(Exception):
@@ -87,7 +92,14 @@ class OutputError(CodejuryError):
 
 
 class ReviewFailed(CodejuryError):
-    """No reviewer succeeded, so there is no review to publish."""
+    """No reviewer succeeded, so there is no full review.
+
+    ``partial`` is the review published instead of the failure note when the analyzers had hits: those
+    hits unchecked, unjudged, never an approval; None when only the failure note was published."""
+
+    def __init__(self, message: str, partial: Review | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class InternalError(CodejuryError):

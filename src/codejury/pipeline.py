@@ -28,7 +28,7 @@ from codejury.errors import ModelSetupError, ReviewFailed
 from codejury.findings import Plan, Review, Tier
 from codejury.guardrails.screen import Screen, screen_change, suspected_injections
 from codejury.judge.naive import naive_stage
-from codejury.judge.stage import judge_stage
+from codejury.judge.stage import evidence_judgement, judge_stage
 from codejury.judge.verdict import not_reviewed_stage, refused_stage, verdict_stage
 from codejury.lifecycle import assemble, run_bootstrap, run_configure, run_post_configure
 from codejury.models.selection import (
@@ -61,6 +61,10 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     Every known secret is scrubbed from what leaves: each request the models send, every warning
     and progress line, the finished review (before anything renders, publishes or records it) and
     the message of a failed review (a forge posts it as the failure note).
+
+    When no reviewer succeeded it raises ``ReviewFailed`` (``codejury review`` exits 3) after publishing
+    what the review has: the analyzers' hits as a partial review that is never an approval (its
+    ``partial``), or the failure note when there are none.
     """
     redactor = opts.events.redactor
     opts = replace(opts, warn=_scrubbing(opts.warn, redactor), progress=_maybe_scrubbing(opts.progress, redactor))
@@ -78,8 +82,12 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     try:
         result = redactor.scrub(await _reviewed(run))  # workspace → reviewers → judge → verdict
     except ReviewFailed as exc:
-        failed = ReviewFailed(redactor.redact(str(exc)))
-        await publish_failure_stage(run, str(failed))
+        failed = ReviewFailed(redactor.redact(str(exc)), None if exc.partial is None else redactor.scrub(exc.partial))
+        if failed.partial is None:
+            await publish_failure_stage(run, str(failed))
+        else:  # the deterministic evidence, published and recorded as a partial review
+            await traced("publish", publish_stage(run, failed.partial))
+            await traced("record", record_stage(run, failed.partial))
         raise failed from None  # the unscrubbed original must not ride along as the cause
     await traced("publish", publish_stage(run, result))
     await traced("record", record_stage(run, result))
@@ -108,7 +116,14 @@ async def _reviewed(run: ReviewRun) -> Review:
     with span("screen"):
         screen_change(screen, run.change, run.selection.kept, instructions=_instructions(run))
         _screen_tests(screen, run.options.test_report)
-    result = await _panel_reviewed(run, screen)
+    try:
+        result = await _panel_reviewed(run, screen)
+    except ReviewFailed as exc:
+        if exc.partial is not None:
+            exc.partial = exc.partial.model_copy(
+                update={"suspected_injections": suspected_injections(run.events.events)}
+            )
+        raise
     return result.model_copy(update={"suspected_injections": suspected_injections(run.events.events)})
 
 
@@ -127,7 +142,13 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
             with workspace_stage(run, _context_text(run, tests), on_tool_result=screen.tool_result) as ctx:
                 panel = await traced("reviewers", run_panel(run, ctx, models))
                 evidence = await traced("evidence", evidence_stage(run))
-                judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence, tests))
+                if panel.failure is not None and not evidence.evidence:
+                    raise ReviewFailed(panel.failure)  # nothing deterministic to publish: the failure note
+                if panel.failure is not None:
+                    run.withhold(panel.failure)  # the analyzers' hits alone: partial, never an approval
+                    judgement = evidence_judgement(run, models, panel, evidence.evidence)
+                else:
+                    judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence, tests))
     notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
     notes += routing_notes  # a re-read of the routing document that failed: the last good one was used
     notes += [unpriced] if unpriced is not None else []
@@ -135,9 +156,13 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
     stopped = models.budget.reason() if models.budget is not None else None
     with span("verdict"):
         # Every format names the failing tests, apart from what the review could not do.
-        return verdict_stage(
+        review = verdict_stage(
             run, panel, judgement, notes=notes, stopped=stopped, tests=None if tests is None else tests.note()
         )
+    if panel.failure is not None:
+        partial = "the analyzers' hits are published as a partial review, never an approval"
+        raise ReviewFailed(f"{panel.failure}; {partial}", review)
+    return review
 
 
 @asynccontextmanager
@@ -198,7 +223,10 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
     names, models = fold_for_weak_model(config, tier, names, models, opts)
     selection = Selection(tuple(kept), tuple(skipped), tier, tuple(names), models)
     opts.events.redactor.add(provider_key_values(config.providers, opts.env))
-    return ReviewRun(change, config, opts, selection, price_table(config.settings), break_glass)
+    run = ReviewRun(change, config, opts, selection, price_table(config.settings), break_glass)
+    if change.head_unread:  # the analyzers could not read what they were to check: never approved around
+        run.withhold(change.head_unread)
+    return run
 
 
 async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:

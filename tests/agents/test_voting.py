@@ -26,12 +26,12 @@ def test_a_finding_is_kept_where_enough_samples_report_it_near_the_same_place() 
     a0, a1 = draft("x.py", 10, "first wording"), draft("x.py", 11, "second wording")
     kept, lost = vote([[a0, draft("x.py", 40)], [a1], [draft("y.py", 10)]], needed=2)
     assert kept == [a0]  # the earliest sample's wording, once
-    assert lost == 2  # x.py:40 and y.py:10 were each reported by one sample only
+    assert [(d.path, d.start_line) for d in lost] == [("x.py", 40), ("y.py", 10)]  # one sample each
 
 
 def test_one_sample_reporting_a_place_twice_is_one_vote() -> None:
     kept, lost = vote([[draft("x.py", 10), draft("x.py", 10, "again")], [], []], needed=2)
-    assert kept == [] and lost == 2
+    assert kept == [] and len(lost) == 2
 
 
 def test_samples_vary_the_file_order_and_sampling_but_the_first_is_the_plain_run() -> None:
@@ -59,6 +59,8 @@ async def test_a_weak_reviewer_votes_over_three_samples(tmp_path: Path) -> None:
     assert isinstance(result, Review)
     assert [(f.start_line, f.title) for f in result.findings] == [(10, "SQL injection in find_user")]
     assert result.dropped_findings[NO_MAJORITY] == 1
+    [lost] = [e for e in events.events if e["type"] == "finding_dropped"]
+    assert (lost["reason"], lost["reviewer"], lost["path"], lost["line"]) == (NO_MAJORITY, "security", PATH, 6)
     assert resolver.models["security"].calls == 4  # type: ignore[attr-defined]  # three samples, one check
     started = [e["agent"] for e in events.events if e["type"] == "agent_started"]
     assert "security:sample1" in started and "security:sample2" in started

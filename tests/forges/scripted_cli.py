@@ -10,6 +10,7 @@ prompts tests read).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,3 +46,10 @@ def scripted_review(
             catch_exceptions=False,
         )
     return result.exit_code, result.stdout, result.stderr, resolver
+
+
+def analyzers_off(folder: Path) -> list[str]:
+    """The flags of a review in which no analyzer runs (a config file in ``folder`` turns them off)."""
+    config = folder / "no-analyzers.toml"
+    config.write_text("analyzers = false\n")
+    return ["--config", str(config)]

@@ -20,7 +20,7 @@ from codejury.forges.safety import check_published
 from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread
 from codejury.testing.scripted import Fail, Step
 from codejury.testing.scripted import finding as model_finding
-from tests.forges.scripted_cli import scripted_review
+from tests.forges.scripted_cli import analyzers_off, scripted_review
 
 REPO = "octo/app"
 ACTIONS = "ghs_actions_token_0001"
@@ -372,11 +372,19 @@ def test_an_outage_halfway_fails_clearly_and_a_rerun_completes_without_duplicate
 
 
 def test_no_reviewer_succeeding_posts_a_failure_note_dismisses_the_approval_and_exits_3(
-    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # No analyzer hit either: nothing deterministic to publish (with hits: tests/test_partial_review.py).
     assert run(gh, monkeypatch, [B], "--publish")[0] == 0
     assert bot_reviews(gh) == ["APPROVED"]
-    code, _, err = run(gh, monkeypatch, None, "--publish", reviewer=[Fail(ModelHTTPError(401, "scripted", None))])
+    code, _, err = run(
+        gh,
+        monkeypatch,
+        None,
+        "--publish",
+        *analyzers_off(tmp_path),
+        reviewer=[Fail(ModelHTTPError(401, "scripted", None))],
+    )
     assert code == 3
     assert "no reviewer succeeded" in err
     assert bot_reviews(gh) == ["DISMISSED"]

@@ -22,7 +22,7 @@ from codejury.forges.safety import check_published
 from codejury.testing.gitlab import FakeGitLab, RecordedRequest
 from codejury.testing.scripted import Fail, ScriptedResolver, Step
 from codejury.testing.scripted import finding as model_finding
-from tests.forges.scripted_cli import scripted_review
+from tests.forges.scripted_cli import analyzers_off, scripted_review
 
 OLD = "".join(f"line {n}\n" for n in range(1, 31))
 NEW = OLD.replace("line 5\n", "line five\n").replace("line 15\n", "line fifteen\n").replace("line 25\n", "line 25x\n")
@@ -278,11 +278,19 @@ def test_an_outage_halfway_fails_clearly_and_a_rerun_completes_without_duplicate
 
 
 def test_no_reviewer_succeeding_posts_a_failure_note_withdraws_approval_and_exits_non_zero(
-    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # No analyzer hit either: nothing deterministic to publish (with hits: tests/test_partial_review.py).
     assert run(gl, monkeypatch, [B], "--publish")[0] == 0
     assert gl.approvals(1, 7) == [FakeGitLab.BOT]
-    code, _, err = run(gl, monkeypatch, None, "--publish", reviewer=[Fail(ModelHTTPError(401, "scripted", None))])
+    code, _, err = run(
+        gl,
+        monkeypatch,
+        None,
+        "--publish",
+        *analyzers_off(tmp_path),
+        reviewer=[Fail(ModelHTTPError(401, "scripted", None))],
+    )
     assert code == 3
     assert "no reviewer succeeded" in err
     assert gl.approvals(1, 7) == []

@@ -3,8 +3,9 @@
 Each reviewer runs on its model's gate (how many requests the model may have in flight), with
 an explicit ``AgentWatch``: the earlier of the fan-out deadline and its own timeout, heartbeats
 named after it, and the models that answered (a failback model when the chosen one failed).
-Findings are anchored to lines of the change; the rest are dropped and counted. A reviewer that
-fails never sinks the review; when none succeeds the review fails loudly (``ReviewFailed``).
+Findings are anchored to lines of the change; the rest are dropped, counted and each an event. A
+reviewer that fails never sinks the review; when none succeeds, ``PanelResult.failure`` says so
+(the pipeline publishes the analyzers' hits as a partial review and fails with ``ReviewFailed``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from typing import Any
 from codejury.agents import voting
 from codejury.agents.runner import AgentOutcome, ChangeContext, run_agent
 from codejury.agents.tools import TOOL_NAMES
-from codejury.errors import ReviewFailed
-from codejury.findings import Finding, ReviewerOutput, ReviewerReport, ReviewerStatus, Usage
+from codejury.findings import Finding, FindingDraft, ReviewerOutput, ReviewerReport, ReviewerStatus, Usage
 from codejury.judge import anchors
 from codejury.judge.grounding import is_weak
 from codejury.models.profiles import ResolvedModel
@@ -37,6 +37,8 @@ class PanelResult:
     reports: list[ReviewerReport]
     cut_files: list[str]
     watches: dict[str, AgentWatch] = field(default_factory=dict)
+    failure: str | None = None
+    """``no reviewer succeeded (...)`` with each reviewer's error, when none did; None otherwise."""
 
     @property
     def ok_names(self) -> list[str]:
@@ -62,7 +64,7 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
     config, say = run.config, run.options.say
     outer = time.monotonic() + run.settings.overall_timeout_s
     watches: dict[str, AgentWatch] = {}
-    lost: dict[str, int] = {}
+    lost: dict[str, list[FindingDraft]] = {}
     say(f"tier {run.selection.tier}: {', '.join(names)} ({count(len(names), 'reviewer')})")
 
     async def run_one(name: str) -> AgentOutcome:
@@ -99,20 +101,24 @@ async def run_panel(run: ReviewRun, ctx: ChangeContext, models: ReviewModels) ->
             else:
                 outcome = await sample(0)
         found = len(outcome.output.findings) if isinstance(outcome.output, ReviewerOutput) else 0
-        voted = f", {lost[name]} without enough votes" if lost.get(name) else ""
+        voted = f", {len(lost[name])} without enough votes" if lost.get(name) else ""
         say(finished(name, outcome, count(found, "finding") + voted))
         return outcome
 
     outcomes = await fan_out(names, run_one, run.settings.overall_timeout_s)
     result = _collect(run, outcomes, watches)
-    if sum(lost.values()):
-        result.dropped[voting.NO_MAJORITY] = sum(lost.values())
+    for name, drafts in lost.items():
+        for draft in drafts:
+            result.dropped[voting.NO_MAJORITY] = result.dropped.get(voting.NO_MAJORITY, 0) + 1
+            run.events.emit(
+                "finding_dropped", reviewer=name, reason=voting.NO_MAJORITY, path=draft.path, line=draft.start_line
+            )
     if result.cut_files:
         run.events.emit("context_cut", files=result.cut_files)
     if not result.ok_names:
         failures = "; ".join(f"{r.name}: {r.error}" for r in result.reports)
         run.events.emit("review_failed", reason="no reviewer succeeded", failures=failures)
-        raise ReviewFailed(f"no reviewer succeeded ({failures})")
+        result.failure = f"no reviewer succeeded ({failures})"
     return result
 
 

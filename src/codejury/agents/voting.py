@@ -39,22 +39,22 @@ def sample_settings(sample: int) -> ModelSettings | None:
 
 async def voted(
     run_sample: Callable[[int], Awaitable[AgentOutcome]], samples: int, needed: int
-) -> tuple[AgentOutcome, int]:
-    """Run ``samples`` samples one after another and vote; the outcome and how many drafts lost the vote."""
+) -> tuple[AgentOutcome, list[FindingDraft]]:
+    """Run ``samples`` samples one after another and vote; the outcome and the drafts that lost the vote."""
     outcomes = [await run_sample(i) for i in range(samples)]
     usage = sum((o.usage for o in outcomes), Usage())
     ok = [o.output for o in outcomes if o.ok and isinstance(o.output, ReviewerOutput)]
     cut = sorted({p for o in outcomes for p in o.cut})
     if not ok:
-        return AgentOutcome(None, usage, error=outcomes[0].error or "no sample answered", cut=cut), 0
+        return AgentOutcome(None, usage, error=outcomes[0].error or "no sample answered", cut=cut), []
     kept, lost = vote([o.findings for o in ok], needed)
     return AgentOutcome(ReviewerOutput(findings=kept), usage, cut=cut), lost
 
 
-def vote(samples: Sequence[Sequence[FindingDraft]], needed: int) -> tuple[list[FindingDraft], int]:
-    """The drafts at least ``needed`` samples agree on (one per place), and the number of drafts that lost."""
+def vote(samples: Sequence[Sequence[FindingDraft]], needed: int) -> tuple[list[FindingDraft], list[FindingDraft]]:
+    """The drafts at least ``needed`` samples agree on (one per place), and the drafts that lost."""
     kept: list[FindingDraft] = []
-    lost = 0
+    lost: list[FindingDraft] = []
     for i, drafts in enumerate(samples):
         for draft in drafts:
             if any(_near(draft, k) for k in kept):
@@ -63,7 +63,7 @@ def vote(samples: Sequence[Sequence[FindingDraft]], needed: int) -> tuple[list[F
             if votes >= needed and not any(_near(draft, d) for earlier in samples[:i] for d in earlier):
                 kept.append(draft)
             else:
-                lost += 1
+                lost.append(draft)
     return kept, lost
 
 

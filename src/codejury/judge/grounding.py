@@ -21,6 +21,11 @@ separate (docs/architecture.md, "Getting findings right"):
   lines) counts as its confirmation and is not checked again.
 - **Fail closed.** A hit whose check fails (an error, a timeout, an answer that does not parse, the
   cost ceiling) is published as the analyzer reported it, marked unconfirmed, never dropped.
+- **Nothing found is lost.** At most ``MAX_CANDIDATES`` hits a review cost a model call; past that a hit
+  is published unchecked, in the analyzer's words (``UNCHECKED_NOTE``), and so is every hit when no
+  reviewer answered (``evidence_alone``): a security hit held, a critical or self-evident one counting,
+  the rest advisory. A finding left out (a duplicate, a failed check, a rejected hit, a claim off the
+  change or over ``max_unproven``) is a ``finding_dropped`` event, counted under its reason.
 - **No model dismisses security evidence** (``judge.holds``): a security-domain hit that a model
   rejects, or that could not be checked, is held: published with the rule's message and the
   model's reason side by side, at the analyzer's severity, withholding approval until a person
@@ -46,6 +51,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from codejury.agents.prompts import fence
+from codejury.analyzers.domains import domain_for
 from codejury.change.types import FileChange, Hunk
 from codejury.evidence import Evidence
 from codejury.findings import SEVERITY_RANK, Finding, ReviewerReport, Usage
@@ -63,7 +69,9 @@ REJECTED = "analyzer hit rejected"
 OVER_LIMIT = "unproven_over_limit"
 OFF_CHANGE = "on unchanged lines"
 MAX_CANDIDATES = 12
-"""Analyzer hits no reviewer reported that are confirmed per review (most severe first)."""
+"""Analyzer hits no reviewer reported that a model is asked about per review (most severe first); the rest
+are published unchecked (``UNCHECKED_NOTE``), never dropped. A hit no model is asked about (a weak owner, a
+self-evident rule on a weak model, no model at all) costs no call and does not count."""
 CHECK_TIMEOUT_S = 120.0
 SELF_EVIDENT = frozenset({"secrets", "typos", "oxlint:use-isnan", "oxlint:valid-typeof", "mypy:name-defined"})
 """Analyzers (``name``) and rules (``name:rule``) whose hit is a fact a weak model cannot judge better than the
@@ -88,10 +96,13 @@ UNANSWERED_NOTE = (
     "or the review's cost ceiling), so it is published as the analyzer reported it.)"
 )
 UNCHECKED_NOTE = (
-    f"(Unconfirmed: the review had more analyzer hits to check than its limit of {MAX_CANDIDATES}, so this "
-    "security hit is published as the analyzer reported it.)"
+    f"(Unconfirmed: the review had more analyzer hits to check than its limit of {MAX_CANDIDATES} checks, so "
+    "this one is published as the analyzer reported it, without a model's check.)"
 )
-OVER_CAP = "analyzer hits over the per-review check limit"
+MODELS_FAILED_NOTE = (
+    "(Unconfirmed: no model of this review answered, so this analyzer hit is published as the analyzer "
+    "reported it, without a model's check.)"
+)
 WEAK_NOTE = "(Published as a warning: a critical from a small model needs analyzer evidence to block.)"
 
 CHECK_PROMPT = (
@@ -144,6 +155,8 @@ class Grounded:
     """Analyzer hits whose check failed: published as the analyzer reported them (never counted as rejected)."""
     held: int = 0
     """Findings held on security evidence that no model confirmed (``Finding.withholds_approval``)."""
+    unchecked: int = 0
+    """Analyzer hits published without a model's check: past the per-review check limit, or no model answered."""
 
 
 def is_weak(run: ReviewRun, models: ReviewModels, spec: str | None) -> bool:
@@ -170,9 +183,9 @@ def attach_evidence(findings: Sequence[Finding], evidence: Sequence[Evidence]) -
 
 def in_analyzer_words(
     findings: Sequence[Finding], evidence: Sequence[Evidence], weak: Callable[[Finding], bool]
-) -> tuple[list[Finding], int]:
+) -> tuple[list[Finding], list[Finding]]:
     """A weak model's findings that an analyzer hit backs, said in the analyzer's words, once per hit; and
-    how many were the same hit again.
+    those that were the same hit again.
 
     The hit is the fact; the small model's text on the same lines is often about something else (measured
     on the golden set: "pnpm version not specified" backed by the stale-AGENTS.md check on the
@@ -183,7 +196,7 @@ def in_analyzer_words(
     """
     out: list[Finding] = []
     seen: set[tuple[str, str, str, int]] = set()
-    twice = 0
+    twice: list[Finding] = []
     for f in findings:
         hits = [e for e in evidence if overlaps(f, e)] if f.evidence and weak(f) else []
         if not hits:
@@ -192,7 +205,7 @@ def in_analyzer_words(
         hit = min(hits, key=lambda e: (-SEVERITY_RANK.get(e.severity, 0), e.start_line, e.rule))
         key = (hit.analyzer, hit.rule, hit.path, hit.start_line)
         if key in seen:
-            twice += 1
+            twice.append(f)
             continue
         seen.add(key)
         title, body = title_and_body(hit)
@@ -206,26 +219,66 @@ def in_analyzer_words(
 
 
 def unclaimed(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[Evidence]:
-    """Analyzer hits no finding covers, most severe first (``ground_stage`` checks the first ``MAX_CANDIDATES``).
+    """Analyzer hits no finding covers, most severe first, one per problem (``candidates``)."""
+    return [hit for hit, _ in candidates(findings, evidence)]
 
-    Two tools flagging one place report one problem (ruff's S608 and the rule pack's SQL rule on the
-    same line); one tool's different rules there are different problems (a nested ternary and an
-    ``as any`` cast on one line), each a candidate of its own.
+
+def candidates(findings: Sequence[Finding], evidence: Sequence[Evidence]) -> list[tuple[Evidence, list[Evidence]]]:
+    """Analyzer hits no finding covers, most severe first, each with the other tools' hits it stands for.
+
+    Two tools flagging one place for one reviewer report one problem (ruff's S608 and the rule pack's SQL rule
+    on the same line): one candidate, whose finding names both rules as its evidence. One tool's different
+    rules there are different problems (a nested ternary and an ``as any`` cast on one line), and so are hits
+    for different reviewers (a query in a loop and its SQL built from strings), each a candidate of its own.
     """
     rank = {"critical": 0, "warning": 1, "suggestion": 2}
-    first: dict[tuple[str, int], str] = {}  # place -> the analyzer whose hit took it
-    out = []
+    first: dict[tuple[str, int, str], int] = {}  # place and owner -> the candidate that took it
+    out: list[tuple[Evidence, list[Evidence]]] = []
     for e in sorted(evidence, key=lambda e: (rank.get(e.severity, 3), e.path, e.start_line)):
-        if any(overlaps(f, e) for f in findings) or first.setdefault((e.path, e.start_line), e.analyzer) != e.analyzer:
-            continue
-        out.append(e)
+        if any(overlaps(f, e) for f in findings):
+            continue  # attached to that finding as its evidence (``attach_evidence``)
+        taken = first.setdefault((e.path, e.start_line, domain_for(e)), len(out))
+        if taken < len(out) and out[taken][0].analyzer != e.analyzer:
+            out[taken][1].append(e)
+        else:
+            out.append((e, []))
     return out
+
+
+def naming(f: Finding, also: Sequence[Evidence]) -> Finding:
+    """``f`` with the rules of the other tools' hits it stands for added to its evidence."""
+    rules = sorted(set(f.evidence) | {f"{e.analyzer}:{e.rule}" for e in also})
+    return f.model_copy(update={"evidence": rules}) if rules != f.evidence else f
+
+
+def dropped_hits(run: ReviewRun, counts: dict[str, int], reason: str, hits: Sequence[Evidence]) -> None:
+    """Analyzer hits not published: each an event and counted under ``reason``."""
+    for hit in hits:
+        counts[reason] = counts.get(reason, 0) + 1
+        run.events.emit(
+            "finding_dropped", reviewer=domain_for(hit), reason=reason, path=hit.path, line=hit.start_line,
+            analyzer=hit.analyzer, rule=hit.rule,
+        )  # fmt: skip
+
+
+def dropped(run: ReviewRun, counts: dict[str, int], reason: str, findings: Sequence[Finding]) -> None:
+    """Findings not published: each a ``finding_dropped`` event with its reason, and counted under it."""
+    for f in findings:
+        counts[reason] = counts.get(reason, 0) + 1
+        run.events.emit(
+            "finding_dropped", reviewer=f.reviewer, reason=reason, path=f.path, line=f.start_line,
+            evidence=list(f.evidence),
+        )  # fmt: skip
 
 
 async def ground_stage(
     run: ReviewRun, models: ReviewModels, findings: list[Finding], evidence: Sequence[Evidence]
 ) -> Grounded:
-    """Attach evidence, confirm unclaimed analyzer hits, verify what needs it, demote what nothing backs."""
+    """Attach evidence, confirm unclaimed analyzer hits, verify what needs it, demote what nothing backs.
+
+    Nothing is lost on the way: a finding left out is a ``finding_dropped`` event and counted under its
+    reason, and an analyzer hit past the per-review check limit is published unchecked (``UNCHECKED_NOTE``).
+    """
     files = {f.path: f for f in run.selection.kept}
     findings = attach_evidence(findings, evidence)
     result = Grounded(findings=[])
@@ -234,52 +287,60 @@ async def ground_stage(
     findings, twice = in_analyzer_words(findings, evidence, lambda f: f.id in weak)
     security = SecurityEvidence(evidence)
     findings = [security.floor(f) for f in findings]  # no reviewer rates a security hit below the analyzer
-    if twice:
-        result.dropped[DUPLICATE] = result.dropped.get(DUPLICATE, 0) + twice
+    dropped(run, result.dropped, DUPLICATE, twice)
     added = {f.path: f.added_lines for f in run.selection.kept}
     findings, off = off_the_change(findings, lambda f: f.id in weak, added)
-    for f in off:
-        run.events.emit("finding_dropped", reviewer=f.reviewer, reason=OFF_CHANGE, path=f.path, line=f.start_line)
-    if off:
-        result.dropped[OFF_CHANGE] = len(off)
+    dropped(run, result.dropped, OFF_CHANGE, off)
     findings, over = limit_unproven(findings, run.settings.max_unproven, lambda f: f.id in weak, added)
-    if over:
-        result.dropped[OVER_LIMIT] = over
+    dropped(run, result.dropped, OVER_LIMIT, over)
     checker = _Checker(run, models, security)
-    candidates = unclaimed(findings, evidence)
-    # Past the limit no call is made: a security hit is still published (held, unconfirmed), the rest are counted.
-    over_cap = candidates[MAX_CANDIDATES:]
-    hits = sorted(candidates[:MAX_CANDIDATES], key=lambda e: (e.path, e.start_line))
-    for hit in over_cap:
-        if is_security(hit):
-            result.findings.append(checker.unchecked(hit))
-        else:
-            result.dropped[OVER_CAP] = result.dropped.get(OVER_CAP, 0) + 1
+    pending = candidates(findings, evidence)
+    # Past the limit of checks no call is made: the hit is published as the analyzer reported it, unchecked.
+    asked = [id(hit) for hit, _ in pending if checker.asks(hit)]
+    past = set(asked[MAX_CANDIDATES:])
+    hits = sorted((c for c in pending if id(c[0]) not in past), key=lambda c: (c[0].path, c[0].start_line))
+    for hit, also in pending:
+        if id(hit) in past:
+            result.findings.append(naming(checker.unchecked(hit, UNCHECKED_NOTE), also))
     to_check = sum(1 for f in findings if _to_verify(run, models, f, checker))
     if hits or to_check:
         run.options.say(f"grounding: {len(hits)} analyzer hit(s) to confirm, {to_check} finding(s) to verify")
     # File by file, analyzer hits first: every check on one file starts [instructions][that file's patch].
-    for path in sorted({h.path for h in hits} | {f.path for f in findings}):
+    for path in sorted({h.path for h, _ in hits} | {f.path for f in findings}):
         here = [f for f in findings if f.path == path]
-        for hit in (h for h in hits if h.path == path):
+        for hit, also in (c for c in hits if c[0].path == path):
             confirmed = await checker.confirm(hit, files.get(hit.path))
             if confirmed is None:
-                result.dropped[REJECTED] = result.dropped.get(REJECTED, 0) + 1
+                dropped_hits(run, result.dropped, REJECTED, [hit, *also])
             else:
-                here.append(confirmed)
+                here.append(naming(confirmed, also))
         for f in sorted(here, key=lambda f: f.start_line):
             kept = await _verified(run, models, checker, f, files.get(f.path))
             if kept is None:
-                result.dropped[FAILED] = result.dropped.get(FAILED, 0) + 1
+                dropped(run, result.dropped, FAILED, [f])
             else:
                 result.findings.append(kept)
+    return _settle(run, checker, result)
+
+
+def evidence_alone(run: ReviewRun, models: ReviewModels, evidence: Sequence[Evidence]) -> Grounded:
+    """Every analyzer hit published unchecked, in the analyzer's words (``MODELS_FAILED_NOTE``): no reviewer
+    answered, so there is no finding to back and no model to ask. Security hits are held as when a check
+    fails; a critical or self-evident hit counts; the rest are advisory."""
+    checker = _Checker(run, models, SecurityEvidence(evidence))
+    found = [naming(checker.unchecked(hit, MODELS_FAILED_NOTE), also) for hit, also in candidates([], evidence)]
+    return _settle(run, checker, Grounded(findings=found))
+
+
+def _settle(run: ReviewRun, checker: _Checker, result: Grounded) -> Grounded:
     result.reports = checker.reports()
     result.unconfirmed = checker.unconfirmed
+    result.unchecked = checker.unchecked_hits
     result.held = sum(1 for f in result.findings if f.withholds_approval)
-    if result.unconfirmed or result.held:
+    if result.unconfirmed or result.unchecked or result.held:
         run.options.say(
-            f"grounding: {result.unconfirmed} analyzer hit(s) published unconfirmed, "
-            f"{result.held} held on security evidence for a person to dismiss"
+            f"grounding: {result.unconfirmed + result.unchecked} analyzer hit(s) published unconfirmed "
+            f"({result.unchecked} of them unchecked), {result.held} held on security evidence for a person to dismiss"
         )
     return result
 
@@ -295,7 +356,6 @@ async def _verified(
         if held.withholds_approval:
             return held
         if holds is False:
-            run.events.emit("finding_dropped", reviewer=f.reviewer, reason=FAILED, path=f.path, line=f.start_line)
             return None
         if holds is True:
             f = relocate(f.model_copy(update={"verified": True}), file, quote)
@@ -345,12 +405,12 @@ def limit_unproven(
     limit: int,
     unproven: Callable[[Finding], bool],
     added: Mapping[str, frozenset[int]],
-) -> tuple[list[Finding], int]:
+) -> tuple[list[Finding], list[Finding]]:
     """At most ``limit`` of the findings ``unproven`` picks among those no analyzer backs (a weak model's
     own claims), the most severe first (a weak critical counts as the warning it will be published
     as), then those on or next to a line the change adds (``added``: per path), then those whose check passed,
     then the most confident, then the first in the change (path, line): a small model rates most of
-    its claims 1.0; and how many were left out.
+    its claims 1.0; and those left out.
 
     Measured on the bundled golden set (71 findings, 7 of them analyzer-backed): the embedded model's own
     claims were 64 findings with 6 matches, and 2.1 per clean change; keeping one per review doubles
@@ -358,17 +418,17 @@ def limit_unproven(
     and every published finding that sat on an unchanged line matched nothing. Findings that rest on
     an analyzer are never limited.
     """
-    candidates = [f for f in findings if not f.evidence and unproven(f)]
-    if len(candidates) <= limit:
-        return findings, 0
+    pool = [f for f in findings if not f.evidence and unproven(f)]
+    if len(pool) <= limit:
+        return findings, []
     ceiling = SEVERITY_RANK["warning"]
 
     def rank(f: Finding) -> tuple[int, bool, bool, float, str, int]:
         severity = -min(SEVERITY_RANK.get(f.severity, 0), ceiling)
         return (severity, not near_added(f, added), not f.verified, -f.confidence, f.path, f.start_line)
 
-    over = {id(f) for f in sorted(candidates, key=rank)[limit:]}
-    return [f for f in findings if id(f) not in over], len(over)
+    over = {id(f) for f in sorted(pool, key=rank)[limit:]}
+    return [f for f in findings if id(f) not in over], [f for f in findings if id(f) in over]
 
 
 _NUMBERED = re.compile(r"^\s*\d+ [+ ] ?(.*)$")
@@ -430,8 +490,9 @@ class _Checker:
         self.usage: dict[tuple[str, str], Usage] = {}
         self.failures: dict[tuple[str, str], str] = {}
         self.settled: set[str] = set()
-        """Ids of analyzer hits that had their one check, or none to have: held, unasked, or unconfirmed."""
+        """Ids of analyzer hits that had their one check, or none to have: held, unasked, unconfirmed or unchecked."""
         self.unconfirmed = 0
+        self.unchecked_hits = 0
 
     async def verify(self, f: Finding, file: FileChange | None, spec: str) -> tuple[bool | None, str]:
         """True / False from the verifier and the code it quoted; None when it could not answer (the
@@ -444,11 +505,9 @@ class _Checker:
         self.run.events.emit("finding_verified", id=f.id, holds=answer.holds, line=answer.line)
         return answer.holds, answer.quote
 
-    async def confirm(self, hit: Evidence, file: FileChange | None) -> Finding | None:
-        """The analyzer hit as a finding: confirmed by its owner, or held, unasked or unconfirmed; None
-        only when a model that is not weak rejects a hit outside the security domain."""
-        from codejury.analyzers.domains import domain_for
-
+    def owner(self, hit: Evidence) -> tuple[str, str | None, bool]:
+        """The reviewer owning ``hit``, the model it would be asked on (the coordinator's when that reviewer
+        has none), and whether that model is weak."""
         domain = domain_for(hit)
         spec = (
             choose_model(self.run.config, domain, tier=self.run.selection.tier)
@@ -456,7 +515,17 @@ class _Checker:
             else None
         )
         spec = spec if spec in self.models.chains else self.run.selection.models.get("coordinator")
-        weak = is_weak(self.run, self.models, spec)
+        return domain, spec, is_weak(self.run, self.models, spec)
+
+    def asks(self, hit: Evidence) -> bool:
+        """Whether ``confirm`` would spend a model call on ``hit`` (its owner's model exists and is not weak)."""
+        _, spec, weak = self.owner(hit)
+        return spec is not None and not weak
+
+    async def confirm(self, hit: Evidence, file: FileChange | None) -> Finding | None:
+        """The analyzer hit as a finding: confirmed by its owner, or held, unasked or unconfirmed; None
+        only when a model that is not weak rejects a hit outside the security domain."""
+        domain, spec, weak = self.owner(hit)
         # A weak model could not reject a self-evident hit (a committed key): no call to make. Nor is it asked
         # about any other hit: its answer is no signal (``WEAK_UNASKED_NOTE``).
         self_evident = spec is not None and weak and is_self_evident(f"{hit.analyzer}:{hit.rule}")
@@ -482,18 +551,23 @@ class _Checker:
             self.settled.add(as_reported.id)
         return found
 
-    def unchecked(self, hit: Evidence) -> Finding:
-        """A security hit past the per-review check limit: published unconfirmed and held, with no call."""
-        from codejury.analyzers.domains import domain_for
-
+    def unchecked(self, hit: Evidence, note: str) -> Finding:
+        """A hit no model checks (past the per-review check limit, or no model answered), published as the
+        analyzer reported it with ``note``, with no call: a security hit held (as when its check fails), a
+        critical or self-evident one counting, the rest advisory."""
         f = _as_reported(hit, domain_for(hit))
-        self.unconfirmed += 1
+        self.unchecked_hits += 1
         self.settled.add(f.id)
         self.run.events.emit(
             "evidence_checked", analyzer=hit.analyzer, rule=hit.rule, path=hit.path, line=hit.start_line,
             holds=None, outcome="unchecked",
         )  # fmt: skip
-        return unconfirmed_hold(f.model_copy(update={"body": f"{f.body}\n\n{UNCHECKED_NOTE}"}))
+        f = f.model_copy(update={"body": "\n\n".join(part for part in (f.body, note) if part)})
+        if is_security(hit):
+            return unconfirmed_hold(f)
+        if hit.severity == "critical" or is_self_evident(f"{hit.analyzer}:{hit.rule}"):
+            return f
+        return f.model_copy(update={"advisory": True})
 
     def _decide(
         self,

@@ -106,8 +106,8 @@ def release_dismissed(
     previous: PreviousReview | None,
     disputes: Sequence[Disagreement] = (),
     replies: Sequence[ReplyVerdict] = (),
-) -> tuple[list[Finding], int]:
-    """The findings without the held ones a person with write access dismissed, and how many those were.
+) -> tuple[list[Finding], list[Finding]]:
+    """The findings without the held ones a person with write access dismissed, and those.
 
     Dismissed: an earlier review's ``won't fix`` reply (or a dismissal the bot's summary remembers) on a
     finding of the same path and title, unless it is more severe now; or a dispute of it that the
@@ -117,7 +117,7 @@ def release_dismissed(
     resolved = {accepted[r.thread_id] for r in replies if r.decision == "resolve" and r.thread_id in accepted}
     earlier = [p for p in (previous.dismissed if previous else ()) if p.why.startswith(_DISMISSED_BY)]
     kept: list[Finding] = []
-    released = 0
+    released: list[Finding] = []
     for f in findings:
         title = normalise_title(f.title)
         by_reply = any(
@@ -127,7 +127,7 @@ def release_dismissed(
             for p in earlier
         )
         if f.withholds_approval and (by_reply or fingerprint(f) in resolved):
-            released += 1
+            released.append(f)
             continue
         kept.append(f)
     return kept, released

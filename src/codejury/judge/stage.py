@@ -22,7 +22,16 @@ from codejury.findings import SEVERITY_RANK, Finding, FindingDraft, ReplyVerdict
 from codejury.fingerprint import fingerprint
 from codejury.judge import anchors, coordinator, reflection
 from codejury.judge.dedup import deduplicate
-from codejury.judge.grounding import demote_unproven, ground_stage, is_weak
+from codejury.judge.grounding import (
+    DUPLICATE,
+    MAX_CANDIDATES,
+    Grounded,
+    demote_unproven,
+    dropped,
+    evidence_alone,
+    ground_stage,
+    is_weak,
+)
 from codejury.judge.holds import DISMISSED, SecurityEvidence, release_dismissed
 from codejury.judge.replies import judge_disputes
 from codejury.models.selection import ReviewModels
@@ -30,6 +39,10 @@ from codejury.reviewers.roster import coordinator_prompt
 from codejury.runstate import ReviewRun
 
 NO_MODEL = "every model in its failback chain is disabled"
+JUDGE_DROPPED = "dropped by judge"
+"""The ``dropped_findings`` reason of a finding the coordinator dropped."""
+RETRACTED = "retracted by its reviewer"
+"""The ``dropped_findings`` reason of a finding its own reviewer retracted in reflection."""
 
 
 @dataclass
@@ -54,24 +67,22 @@ async def judge_stage(
     evidence: Sequence[Evidence] = (),
     tests: TestCoverage | None = None,
 ) -> Judgement:
-    """Reflection → dedup → grounding (evidence, verification) → coordinator → disputes."""
-    findings, reports = await _reflect(run, ctx, models, panel)
-    findings, dupes = deduplicate(_unique(findings))
+    """Reflection → dedup → grounding (evidence, verification) → coordinator → disputes.
+
+    Every finding left out on the way is a ``finding_dropped`` event and counted under its reason."""
+    counts = dict(panel.dropped)
+    findings, reports = await _reflect(run, ctx, models, panel, counts)
+    findings, same = _unique(findings)
+    findings, dupes = deduplicate(findings)
+    dropped(run, counts, DUPLICATE, [*same, *(d for d, _ in dupes)])
     if tests is not None:  # a failing test covering a finding's function backs it (``junit:<test id>``)
         findings = tests.back(findings)
-    dropped = dict(panel.dropped)
-    if dupes:
-        dropped["duplicate"] = dropped.get("duplicate", 0) + len(dupes)
     grounded = await ground_stage(run, models, findings, evidence)
     for reason, n in grounded.dropped.items():
-        dropped[reason] = dropped.get(reason, 0) + n
-    judgement = await _coordinate(run, ctx, models, grounded.findings, dropped, SecurityEvidence(evidence))
+        counts[reason] = counts.get(reason, 0) + n
+    judgement = await _coordinate(run, ctx, models, grounded.findings, counts, SecurityEvidence(evidence))
     judgement.reports[:0] = [*reports, *grounded.reports]
-    if grounded.unconfirmed:
-        judgement.notes.append(
-            f"the check of {count(grounded.unconfirmed, 'analyzer hit')} failed (an error, a timeout, an answer "
-            "that did not parse, or the cost ceiling): published unconfirmed, in the analyzer's words"
-        )
+    judgement.notes += grounding_notes(grounded, f"{{hits}} past the review's limit of {MAX_CANDIDATES} model checks")
     # The coordinator may re-grade: a weak model's claim that nothing backs still cannot block.
     judgement.findings = [
         demote_unproven(f, is_weak(run, models, run.selection.models.get(f.reviewer))) for f in judgement.findings
@@ -80,22 +91,61 @@ async def judge_stage(
     judgement.findings, released = release_dismissed(
         judgement.findings, run.change.meta.previous, run.options.disputes, judgement.replies
     )
-    if released:
-        judgement.dropped[DISMISSED] = judgement.dropped.get(DISMISSED, 0) + released
+    dropped(run, judgement.dropped, DISMISSED, released)
     judgement.findings.sort(key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line))
     return judgement
 
 
+def evidence_judgement(
+    run: ReviewRun, models: ReviewModels, panel: PanelResult, evidence: Sequence[Evidence]
+) -> Judgement:
+    """The judgement of a review in which no reviewer answered: every analyzer hit published unchecked
+    (``grounding.evidence_alone``), unjudged, never an approval. A held hit a person dismissed stays dismissed."""
+    grounded = evidence_alone(run, models, evidence)
+    spec = run.selection.models.get("coordinator")
+    coordinator_report = ReviewerReport(name="coordinator", model=spec or "-", status="skipped")
+    judgement = Judgement(grounded.findings, dict(panel.dropped), coordinator_report, judged=False)
+    judgement.notes += grounding_notes(grounded, "no reviewer answered to check {hits}")
+    judgement.findings, released = release_dismissed(judgement.findings, run.change.meta.previous)
+    dropped(run, judgement.dropped, DISMISSED, released)
+    judgement.findings.sort(key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.path, f.start_line))
+    return judgement
+
+
+def grounding_notes(grounded: Grounded, unchecked: str) -> list[str]:
+    """The review's lines on analyzer hits no model checked: one for failed checks, one for the hits published
+    unchecked (``unchecked``: why, with ``{hits}`` for their count)."""
+    notes = []
+    if grounded.unconfirmed:
+        notes.append(
+            f"the check of {count(grounded.unconfirmed, 'analyzer hit')} failed (an error, a timeout, an answer "
+            "that did not parse, or the cost ceiling): published unconfirmed, in the analyzer's words"
+        )
+    if grounded.unchecked:
+        hits = count(grounded.unchecked, "analyzer hit")
+        notes.append(
+            unchecked.format(hits=hits) + ": published unchecked, in the analyzer's words (advisory unless "
+            "critical; security hits held for a person)"
+        )
+    return notes
+
+
 async def _reflect(
-    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, panel: PanelResult
+    run: ReviewRun, ctx: ChangeContext, models: ReviewModels, panel: PanelResult, counts: dict[str, int]
 ) -> tuple[list[Finding], list[ReviewerReport]]:
+    """The findings after reflection: a finding its reviewer retracted, or one a reviewer added that cannot be
+    anchored, is a ``finding_dropped`` event counted in ``counts``."""
     if not (run.settings.reflection and panel.findings):
         return panel.findings, []
     files_by_path = {f.path: f for f in run.selection.kept}
 
     def to_finding(reviewer: str, draft: FindingDraft) -> Finding | None:
         res = anchors.anchor(reviewer, draft, files_by_path)
-        return None if isinstance(res, str) else res
+        if isinstance(res, str):
+            counts[res] = counts.get(res, 0) + 1
+            run.events.emit("finding_dropped", reviewer=reviewer, reason=res, path=draft.path, line=draft.start_line)
+            return None
+        return res
 
     limits = run.limits_for("reflection")
     trio = []
@@ -108,6 +158,8 @@ async def _reflect(
         ctx, panel.findings, trio, limits=limits, prices=run.prices, events=run.events, to_finding=to_finding
     )
     reports = [_report(f"{name}:reflection", run.selection.models[name] or "-", outcome) for name, outcome in outcomes]
+    left = {f.id for f in findings}
+    dropped(run, counts, RETRACTED, [f for f in panel.findings if f.id not in left])
     return findings, reports
 
 
@@ -116,15 +168,15 @@ async def _coordinate(
     ctx: ChangeContext,
     models: ReviewModels,
     findings: list[Finding],
-    dropped: dict[str, int],
+    counts: dict[str, int],
     security: SecurityEvidence,
 ) -> Judgement:
     spec = run.selection.models["coordinator"]
     if not findings:
-        return Judgement(findings, dropped, ReviewerReport(name="coordinator", model=spec or "-", status="skipped"))
+        return Judgement(findings, counts, ReviewerReport(name="coordinator", model=spec or "-", status="skipped"))
     if spec is None:
         report = ReviewerReport(name="coordinator", model="-", status="failed", error=NO_MODEL)
-        return Judgement(findings, dropped, report, judged=False)
+        return Judgement(findings, counts, report, judged=False)
     grounded: list[Finding] = []
     if is_weak(run, models, spec):
         # Measured on the demo: the embedded coordinator kept 6 of 6 checked findings and took 50 s.
@@ -135,12 +187,12 @@ async def _coordinate(
         findings = [f for f in findings if not (f.verified or f.evidence)]
         if not findings:
             run.options.say("coordinator skipped: every finding passed its own check or rests on an analyzer")
-            return Judgement(grounded, dropped, ReviewerReport(name="coordinator", model=spec, status="skipped"))
+            return Judgement(grounded, counts, ReviewerReport(name="coordinator", model=spec, status="skipped"))
     aside = f" ({count(len(grounded), 'checked or analyzer-backed finding')} kept as is)" if grounded else ""
     run.options.say(f"coordinator started ({spec}): judging {count(len(findings), 'finding')}{aside}")
     limits = run.limits_for("coordinator")
     model, watch = agent_model(run, models, "coordinator", spec, time.monotonic() + limits.timeout_s)
-    kept, judge_dropped, outcome = await coordinator.judge(
+    kept, _, outcome = await coordinator.judge(
         ctx,
         findings,
         prompt=coordinator_prompt(),
@@ -152,10 +204,10 @@ async def _coordinate(
         security=security,
     )
     run.options.say(finished("coordinator", outcome, f"{count(len(kept), 'finding')} kept"))
-    for reason, n in judge_dropped.items():
-        dropped[reason] = dropped.get(reason, 0) + n
+    left = {f.id for f in kept}
+    dropped(run, counts, JUDGE_DROPPED, [f for f in findings if f.id not in left])
     report = _report("coordinator", answered_by(watch, spec), outcome)
-    return Judgement([*grounded, *kept], dropped, report, judged=outcome.ok)
+    return Judgement([*grounded, *kept], counts, report, judged=outcome.ok)
 
 
 async def _disputes(run: ReviewRun, ctx: ChangeContext, models: ReviewModels, judgement: Judgement) -> None:
@@ -181,11 +233,14 @@ def _report(name: str, model: str, outcome: AgentOutcome) -> ReviewerReport:
     return ReviewerReport.from_usage(name, model, "ok" if outcome.ok else "failed", outcome.usage, outcome.error)
 
 
-def _unique(findings: list[Finding]) -> list[Finding]:
+def _unique(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """The findings once per id (a reviewer reporting the same thing twice), and the repeats."""
     seen: set[str] = set()
-    out = []
+    out, again = [], []
     for f in findings:
         if f.id not in seen:
             seen.add(f.id)
             out.append(f)
-    return out
+        else:
+            again.append(f)
+    return out, again

@@ -207,6 +207,11 @@ def verdict_stage(
     """
     findings, below = split_by_confidence(judgement.findings, run.settings.confidence_threshold)
     dropped = {**judgement.dropped, **({BELOW_CONFIDENCE: len(below)} if below else {})}
+    for f in below:  # kept aside in ``below_threshold``, never published: each one an event
+        run.events.emit(
+            "finding_dropped", reviewer=f.reviewer, reason=BELOW_CONFIDENCE, path=f.path, line=f.start_line,
+            evidence=list(f.evidence),
+        )  # fmt: skip
     withheld = list(run.withheld)
     verdict = decide_verdict(
         findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None, withheld=bool(withheld)
