@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from codejury import __version__
-from codejury.cli_io import check_writable, shown_path
+from codejury.cli_io import check_writable, shown_path, visible_text
 from codejury.dashboard.command import dashboard_command
 from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
@@ -67,12 +67,12 @@ class FormatName(click.ParamType[str]):
 def _err(msg: str) -> None:
     from codejury.secrets import redact_env
 
-    click.echo(f"codejury: {redact_env(msg)}", err=True)  # a message may quote a provider's or forge's reply
+    click.echo(f"codejury: {visible_text(redact_env(msg))}", err=True)  # it may quote a provider's or forge's reply
 
 
 def _progress(msg: str) -> None:
     """A stage of the review starting or ending: stderr, so stdout stays the review alone."""
-    click.echo(f"codejury: {msg}", err=True)
+    click.echo(f"codejury: {visible_text(msg)}", err=True)
 
 
 class _Commands(click.Group):

@@ -9,6 +9,7 @@ instead of a traceback. Standard library only: the CLI imports this at start-up.
 from __future__ import annotations
 
 import os
+import re
 import select
 import sys
 from pathlib import Path
@@ -19,9 +20,22 @@ SHOWN_PATH_CHARS = 120
 STDIN_WAIT_S = 0.05
 
 
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\U000e0000-\U000e007f]"
+)
+
+
+def visible_text(text: str) -> str:
+    """``text`` for a terminal: every control, bidirectional and zero-width character (a file name may hold any)
+    written as ``<U+202E>``, as published text shows them, so none can reorder or hide what a line says."""
+    return _INVISIBLE.sub(lambda m: f"<U+{ord(m[0]):04X}>", text)
+
+
 def shown_path(path: Path | str) -> str:
-    """``path`` for a one-line message: a name thousands of characters long is cut in the middle."""
-    text = str(path)
+    """``path`` for a one-line message: invisible characters written out (``visible_text``), and a name
+    thousands of characters long cut in the middle."""
+    text = visible_text(str(path))
     if len(text) <= SHOWN_PATH_CHARS:
         return text
     half = SHOWN_PATH_CHARS // 2

