@@ -88,6 +88,29 @@ def test_code_only_blanks_strings_and_comments_but_keeps_template_expressions_an
     assert kept.count("match") == 1 and "{@link Match}" in kept and "{k: 1}.k" in kept
 
 
+async def test_a_quote_or_backtick_in_a_regular_expression_hides_no_use_after_it(tmp_path: Path) -> None:
+    old = 'import { a } from "./a"\n\nexport const x = a\n'
+    new = (
+        'import { a } from "./a"\n'
+        'import { parseMentions } from "./mentions"\n'
+        'import { unused } from "./unused"\n'
+        "\n"
+        "export const x = a\n"
+        "export function strip(s: string) {\n"
+        "  const fence = s.trimEnd().match(/```[a-z]+$/)\n"
+        "  const quoted = s.split(/['\"]/).length / 2\n"
+        "  return fence ? parseMentions(s, quoted) : s\n"
+        "}\n"
+    )
+    evidence = await HygieneAnalyzer().analyze(make_change(tmp_path, {"src/strip.ts": (old, new)}))
+    assert hits(evidence) == {("unused-import", "src/strip.ts", 3)}
+
+
+def test_code_only_tells_a_regular_expression_from_a_division() -> None:
+    text = "x = a / b / c; m = s.match(/`[/]x/) || /'/.test(t); y = d(2) / 2 // `\n"
+    assert code_only(text) == "x = a / b / c; m = s.match(/     /) || / /.test(t); y = d(2) / 2     \n"
+
+
 @pytest.mark.parametrize(
     ("clause", "names"),
     [

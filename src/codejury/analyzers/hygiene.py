@@ -109,7 +109,9 @@ def _suggestion(rule: str, path: str, lines: tuple[int, int], message: str) -> E
 def code_only(text: str) -> str:
     """``text`` with string literals and comments blanked (same length, newlines kept); ``/** */`` kept.
 
-    A template literal's text is blanked but its ``${...}`` expressions are kept.
+    A template literal's text is blanked but its ``${...}`` expressions are kept. A regular expression
+    literal (``/```[a-z]+$/``) is blanked too, so a quote or backtick inside it opens no string that
+    would hide the rest of the file.
     """
     out = list(text)
     i, n = 0, len(text)
@@ -133,6 +135,9 @@ def code_only(text: str) -> str:
             if not text.startswith("/**", i):
                 blank(i, end)
             i = end
+        elif c == "/" and _starts_regex(out, i) and (closing := _regex_end(text, i)) is not None:
+            blank(i + 1, closing)
+            i = closing + 1
         elif c in "'\"":
             j = i + 1
             while j < n and text[j] != c and text[j] != "\n":
@@ -158,6 +163,42 @@ def code_only(text: str) -> str:
                 depth[-1] -= 1
             i += 1
     return "".join(out)
+
+
+_REGEX_AFTER = frozenset("(,=:[!&|?{};+-*%~^")
+"""A ``/`` after one of these (or at the start) opens a regular expression literal; after a value, it divides
+(``<`` and ``>`` are left out: ``</div>`` closes a JSX tag)."""
+_REGEX_AFTER_WORDS = frozenset(
+    {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "yield", "await"}
+)
+
+
+def _starts_regex(code: list[str], at: int) -> bool:
+    """Whether the ``/`` at ``at`` opens a regular expression literal, judged by the code before it."""
+    k = at - 1
+    while k >= 0 and code[k].isspace():
+        k -= 1
+    if k < 0 or code[k] in _REGEX_AFTER:
+        return True
+    end = k + 1
+    while k >= 0 and (code[k].isalnum() or code[k] in "_$"):
+        k -= 1
+    return "".join(code[k + 1 : end]) in _REGEX_AFTER_WORDS
+
+
+def _regex_end(text: str, at: int) -> int | None:
+    """The index of the ``/`` closing the regular expression literal opened at ``at`` (a ``/`` inside
+    ``[...]`` or escaped does not close it); None when the line ends first (then it was no literal)."""
+    j, in_class, n = at + 1, False, len(text)
+    while j < n and text[j] != "\n":
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == "/" and not in_class:
+            return j
+        in_class = (in_class and text[j] != "]") or text[j] == "["
+        j += 1
+    return None
 
 
 def _used(name: str, text: str) -> bool:
