@@ -25,7 +25,7 @@ from tests.change.test_sources import commit, git, write
 from tests.engine_helpers import run_review, scripted_settings
 from tests.forges.test_ci_checkout import BASE, HEAD, SQL, gh, merge_checkout, upstream, write_event
 from tests.forges.test_ci_checkout import git as plain_git
-from tests.forges.test_github_bot import ACTIONS
+from tests.forges.test_github_bot import ACTIONS, REPO
 from tests.forges.test_github_bot import run as github_run
 
 __all__ = ["gh"]  # the fake GitHub fixture
@@ -162,8 +162,9 @@ async def test_a_file_of_code_too_large_to_read_withholds_approval(tmp_path: Pat
     ]
 
 
-def test_a_ci_merge_checkout_reviews_a_file_the_forge_shows_as_binary(
-    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+@pytest.mark.parametrize("where", ["ci-merge-checkout", "url-repo-cache"])
+def test_a_file_the_forge_shows_as_binary_is_reviewed_by_the_head_commits_bytes(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str
 ) -> None:
     repo, base, _ = upstream(tmp_path)  # feature: %-built SQL in reports.py
     plain_git(repo, "checkout", "-q", "feature")
@@ -175,10 +176,15 @@ def test_a_ci_merge_checkout_reviews_a_file_the_forge_shows_as_binary(
     files = {"reports.py": (BASE, HEAD), ".gitattributes": (None, "*.py -diff\n")}
     # GitHub honours the change's own -diff: it lists reports.py without a patch
     gh.add_pr(number=8, author="alice", files=files, head_sha=head, base_sha=base, patch_left_out=["reports.py"])
-    workspace = merge_checkout(tmp_path, repo, head, shallow=True)
-    for key, value in {**write_event(tmp_path, gh, number=8), "GITHUB_WORKSPACE": str(workspace)}.items():
-        monkeypatch.setenv(key, value)
-    code, out, err = github_run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, use_url=False, number=8)
+    if where == "ci-merge-checkout":
+        workspace = merge_checkout(tmp_path, repo, head, shallow=True)
+        for key, value in {**write_event(tmp_path, gh, number=8), "GITHUB_WORKSPACE": str(workspace)}.items():
+            monkeypatch.setenv(key, value)
+    else:  # --url: the head commit is fetched into the repository cache, as the service does
+        gh.serve_git(REPO, repo)
+        monkeypatch.setenv("CODEJURY_REPO_CACHE", str(tmp_path / "cache"))
+    url = where == "url-repo-cache"
+    code, out, err = github_run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, use_url=url, number=8)
     assert code == 0, err
     assert GROUNDS.search(out)  # the head commit's bytes are text: the file is reviewed whole
     assert "binary file" not in out
