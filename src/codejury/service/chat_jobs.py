@@ -43,7 +43,7 @@ HELP = "\n".join(
         "- `/codejury ask QUESTION`: ask about this change",
         "- `break glass` on a line of its own: approve whatever the review finds (recorded)",
         "",
-        "Replies in codejury's threads are read by the next review.",
+        "A reply in one of codejury's threads starts a re-review: `won't fix` dismisses the finding.",
     ]
 )
 
