@@ -63,20 +63,62 @@ def gh(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
         yield server
 
 
-def test_on_a_pull_request_the_partial_review_is_published_never_approving(
-    gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    gh.add_pr(number=7, author="alice", files={PATH: (AUTH_OLD, AUTH_NEW)}, body="Adds a lookup.")
+APP = "web/app.js"
+APP_OLD = "".join(f"const v{n} = {n};\n" for n in range(1, 21))
+APP_NEW = APP_OLD.replace("const v5 = 5;\n", "const v5 = query(req.q);\n").replace("v9 = 9", "v9 = unused")
+
+
+def sarif(tmp_path: Path, rule: str, level: str, line: int, security_severity: str | None = None) -> Path:
+    """One result of a tool the team already runs (``--evidence``): no checkout needed to read it."""
+    properties = {"security-severity": security_severity} if security_severity else {}
+    doc = {
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "ESLint", "rules": [{"id": rule, "properties": properties}]}},
+            "results": [{
+                "ruleId": rule, "level": level, "message": {"text": f"{rule} here"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": APP}, "region": {"startLine": line}}}],
+            }],
+        }],
+    }  # fmt: skip
+    path = tmp_path / f"{rule.replace('/', '-')}.sarif"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def review_pr(gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, evidence: Path) -> str:
+    """``codejury review --url --publish`` of pull request 7 with every reviewer timing out; the summary."""
+    gh.add_pr(number=7, author="alice", files={APP: (APP_OLD, APP_NEW)}, body="Reads a query.")
     monkeypatch.setenv("GITHUB_TOKEN", ACTIONS)
     monkeypatch.setenv("CODEJURY_GITHUB_URL", gh.api_url)
     url = f"{gh.api_url}/{REPO}/pull/7"
-    flags = ["--url", url, "--publish", "--config", str(config(tmp_path))]
+    flags = ["--url", url, "--publish", "--config", str(config(tmp_path)), "--evidence", str(evidence)]
     code, _, err, _ = scripted_review(monkeypatch, flags, reviewer=STALLS)
     assert code == 3, err
+    assert "review failed: no reviewer succeeded (" in err
     assert all(r.state != "APPROVED" for r in gh.reviews(7))
+    assert max(gh.check_runs(), key=lambda c: c.id).conclusion != "success"
     [body] = [c.body for c in gh.issue_comments(7) if c.user == ACTIONS_LOGIN and parse_summary(c.body)]
-    assert "Review failed" not in body  # not the failure note: the analyzers' hits are there
-    assert "no reviewer succeeded" in body and "approval is withheld" in body
-    assert "app/auth/users.py" in body
-    latest = max(gh.check_runs(), key=lambda c: c.id)
-    assert latest.conclusion != "success"
+    assert "Review failed" not in body  # not the failure note: the evidence is there
+    assert (
+        "approval is withheld: no reviewer succeeded" in body and "no reviewer answered to check 1 analyzer hit" in body
+    )
+    return body
+
+
+def test_on_a_pull_request_security_evidence_is_published_and_held(
+    gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = review_pr(gh, tmp_path, monkeypatch, sarif(tmp_path, "js/sql-injection", "error", 5, "8.8"))
+    assert "**Verdict: Changes requested**" in body
+    [thread] = [c for c in gh.review_comments(7) if c.user == ACTIONS_LOGIN]
+    assert thread.line == 5 and "js/sql-injection" in thread.body
+
+
+def test_on_a_pull_request_a_hit_that_alone_would_approve_does_not(
+    gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = review_pr(gh, tmp_path, monkeypatch, sarif(tmp_path, "no-unused-vars", "warning", 9))
+    assert "**Verdict: Significant concerns**" in body  # an advisory warning alone approves with comments
+    [thread] = [c for c in gh.review_comments(7) if c.user == ACTIONS_LOGIN]
+    assert thread.line == 9 and "no-unused-vars" in thread.body
