@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from codejury.change.noise import filter_stage
+from codejury.change.noise import filter_stage, unread_code
 from codejury.change.sources import GitSource
-from codejury.change.types import ChangeSet
+from codejury.change.types import ChangeSet, FileChange
 from codejury.findings import Review
 from codejury.testing.github import FakeGitHub
 from codejury.testing.scripted import Final, Raw
@@ -188,3 +188,40 @@ def test_a_file_the_forge_shows_as_binary_is_reviewed_by_the_head_commits_bytes(
     assert code == 0, err
     assert GROUNDS.search(out)  # the head commit's bytes are text: the file is reviewed whole
     assert "binary file" not in out
+
+
+def test_a_file_a_forge_shows_without_text_is_judged_by_the_head_sides_bytes(tmp_path: Path) -> None:
+    root = tmp_path / "head"
+    heads = {
+        "shop/a.py": b"x = 1\r\ny = eval(q)\n",  # the forge said binary: its bytes are text
+        "shop/gl.py": b"import os\nos.system(cmd)\n",  # GitLab's empty diff for a diff it collapsed
+        "img/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00IHDR",
+        "shop/huge.py": b"ROWS = 1\n" * (3 * 1024 * 1024 // 9),  # text, but too much to review whole
+        "empty.txt": b"",
+    }
+    for path, data in heads.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    files = (
+        FileChange("shop/a.py", "shop/a.py", "modified", is_binary=True),
+        FileChange("shop/gl.py", "shop/gl.py", "modified"),
+        FileChange("img/logo.png", None, "added", is_binary=True),
+        FileChange("shop/huge.py", None, "added", is_binary=True),
+        FileChange("shop/big.py", None, "added", is_binary=True),  # over the export cap: not written out
+        FileChange("empty.txt", None, "added"),
+    )
+    left_out = {"shop/big.py": "too large: 9 MB, over the 8 MB limit"}
+    kept, skipped = filter_stage(ChangeSet(files=files, root=root, left_out=left_out))
+    by_path = {f.path: f for f in kept}
+    assert [ln.text for h in by_path["shop/a.py"].hunks for ln in h.lines] == ["x = 1", "y = eval(q)"]
+    assert by_path["shop/a.py"].added_lines == {1, 2} and by_path["shop/gl.py"].added_lines == {1, 2}
+    assert not by_path["empty.txt"].hunks
+    assert {s.path: s.reason for s in skipped} == {
+        "img/logo.png": "binary file",
+        "shop/huge.py": "too large: 3 MB, over the 2 MB limit",
+        "shop/big.py": "too large: 9 MB, over the 8 MB limit",
+    }
+    assert [s.path for s in unread_code(skipped)] == ["shop/huge.py", "shop/big.py"]
+    # without a head-side tree the forge's word stands, and a file of code it calls binary is unread
+    _, unread = filter_stage(ChangeSet(files=files[:1]))
+    assert [(s.path, s.reason) for s in unread_code(unread)] == [("shop/a.py", "binary file")]

@@ -11,13 +11,12 @@ its content alone:
   or more, with little whitespace (``looks_minified``).
 
 Every blob is read through one ``git cat-file --batch`` and drained in chunks, never held whole.
-A file whose patch a forge left out although its head-side bytes are text is diffed here from
-the head and base texts (``text_change``), so it is reviewed like any other.
+A file whose patch a forge left out although its head-side bytes are text is shown here as its
+whole head side (``whole_file_change``), so it is reviewed like any other.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import tempfile
@@ -29,10 +28,9 @@ from typing import IO
 import yaml
 
 from codejury.bounded_io import MAX_BLOB_BYTES, copy_stream
-from codejury.change.diffparse import parse_diff
 from codejury.change.git import Git
 from codejury.change.head_export import NO_LAZY_FETCH, too_large
-from codejury.change.types import FileChange
+from codejury.change.types import DiffLine, FileChange, Hunk
 
 SNIFF_BYTES = 8000
 """How far git looks for a NUL byte to call a file binary (``buffer_is_binary``)."""
@@ -157,19 +155,16 @@ _LOCK_FORMATS: dict[str, Callable[[str], object]] = {
 }
 
 
-def text_change(fc: FileChange, head: str, base: str | None) -> FileChange:
-    """``fc`` (a file a forge reported without a text diff) as a text diff of ``base`` to ``head``.
-
-    ``base`` None: the base side is unknown (or the file is new), and every head line is shown as added."""
-    old_lines = (base or "").splitlines()
-    new_lines = head.splitlines()
-    diff = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=3))
-    if not diff:
+def whole_file_change(fc: FileChange, head: str) -> FileChange:
+    """``fc`` (a file a forge or a diff file showed without its text) as a diff of its whole head side:
+    every line added, since the base side of such a change is not at hand. Lines end at ``\\n`` only, as
+    git and the analyzers count them."""
+    texts = head.split("\n")
+    if texts[-1] == "":
+        texts.pop()
+    if not texts:
         return replace(fc, is_binary=False)
-    old_path = fc.old_path or fc.path
-    old = "/dev/null" if base is None else f"a/{old_path}"
-    text = "\n".join([f"diff --git a/{old_path} b/{fc.path}", f"--- {old}", f"+++ b/{fc.path}", *diff[2:]])
-    parsed = parse_diff(text + "\n")
-    if not parsed:
-        return replace(fc, is_binary=False)
-    return replace(fc, hunks=parsed[0].hunks, is_binary=False, patch=parsed[0].patch)
+    lines = tuple(DiffLine("+", text.removesuffix("\r"), None, n) for n, text in enumerate(texts, start=1))
+    hunk = Hunk(0, 0, 1, len(lines), "", lines)
+    patch = f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line.text}\n" for line in lines)
+    return replace(fc, hunks=(hunk,), is_binary=False, patch=patch)

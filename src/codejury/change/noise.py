@@ -40,7 +40,7 @@ from pathlib import Path
 
 from codejury.bounded_io import MAX_BLOB_BYTES
 from codejury.change.classify import is_security_sensitive
-from codejury.change.content import BINARY, is_binary, is_code, is_lock_data, looks_minified, text_change
+from codejury.change.content import BINARY, is_binary, is_code, is_lock_data, looks_minified, whole_file_change
 from codejury.change.head_export import too_large
 from codejury.change.types import ChangeSet, FileChange, Hunk
 from codejury.findings import SkippedFile
@@ -342,10 +342,11 @@ def filter_stage(change: ChangeSet, exclude: Sequence[str] = ()) -> tuple[list[F
 
 
 def settled(fc: FileChange, change: ChangeSet) -> FileChange:
-    """``fc`` as its head-side bytes say: a file shown without a text diff whose bytes are text (no NUL byte,
-    within ``MAX_WHOLE_FILE_BYTES``) becomes a text diff of its whole head side; one over the size becomes
-    too large. Where the bytes cannot be read (no head-side tree), the diff's word stands."""
-    if not fc.is_binary or fc.too_large or fc.status == "deleted" or change.root is None:
+    """``fc`` as its head-side bytes say: a file shown without a text diff (``unshown``) whose bytes are text
+    (no NUL byte, within ``MAX_WHOLE_FILE_BYTES``) becomes a text diff of its whole head side, every line
+    added (the base side of a forge's change is not at hand); one over that size becomes too large. Where
+    the bytes cannot be read (no head-side tree), the diff's word stands."""
+    if not unshown(fc) or change.root is None:
         return fc
     left_out = change.left_out.get(fc.path, "")
     if left_out.startswith("too large"):
@@ -355,7 +356,18 @@ def settled(fc: FileChange, change: ChangeSet) -> FileChange:
         return fc
     if len(data) > MAX_WHOLE_FILE_BYTES:
         return replace(fc, too_large=too_large(_size(change.root, fc.path), MAX_WHOLE_FILE_BYTES))
-    return text_change(fc, data.decode("utf-8", errors="replace"), None)
+    return whole_file_change(fc, data.decode("utf-8", errors="replace"))
+
+
+def unshown(fc: FileChange) -> bool:
+    """Whether the diff shows no text of a file whose content it says changed: "binary" (git's word, a
+    forge's, a diff file's), or a new or modified file with no hunk and no mode change (a forge's empty
+    diff: GitLab sends one for a diff it collapses)."""
+    if fc.status == "deleted" or fc.too_large:
+        return False
+    if fc.is_binary:
+        return True
+    return not fc.hunks and fc.status in ("added", "modified") and fc.old_mode is None and fc.new_mode is None
 
 
 def _inside(root: Path, path: str) -> Path | None:
