@@ -6,8 +6,9 @@ Exit codes (``EXIT_CODES``, also shown by ``codejury review --help`` and in the 
 - 1 ``--fail-on`` triggered: the review blocks the merge;
 - 2 bad input or configuration, a missing or refused forge token, or a finished review that
   could not be written to ``-o``/``--events`` (it is printed on stdout instead); one-line cause;
-- 3 no reviewer succeeded; 4 the forge stayed unavailable after retries (what was already
-  posted is named; a re-run completes it without duplicates);
+- 3 no reviewer succeeded (the analyzers' hits are still published, as a partial review that never
+  approves); 4 the forge stayed unavailable after retries (what was already posted is named; a
+  re-run completes it without duplicates);
 - 5 internal error: an unexpected exception, reported in one line (``CODEJURY_DEBUG=1`` prints
   the traceback); 130 interrupted.
 
