@@ -1,7 +1,8 @@
 """The evidence stage: every registered analyzer (and ``--evidence`` SARIF) on the kept files' changed lines.
 
-Runs before any reviewer, so the grounding stage can back findings with the hits and hand the
-hits no reviewer reported to their owners. An analyzer that is not installed or that crashes is
+Runs once the reviewers are done, so the grounding stage can back their findings with the hits and
+hand the hits no reviewer reported to their owners; when no reviewer answered, the hits are what the
+review still publishes (a partial review, never an approval). An analyzer that is not installed or that crashes is
 one note in the review; a SARIF file that cannot be read is bad input (exit 2), found before any
 model is called.
 """
