@@ -39,4 +39,5 @@ def test_every_line_on_stderr_writes_controls_out(say: object, capsys: pytest.Ca
 
 def test_shown_path_writes_controls_out_and_keeps_other_text() -> None:
     assert shown_path("caf\u00e9/\u202egnp.py") == "caf\u00e9/<U+202E>gnp.py"
+    assert shown_path("a\ncodejury: approved.py") == "a<U+000A>codejury: approved.py"  # one line, always
     assert visible_text("tab\tand\nnewline \u4e2d") == "tab\tand\nnewline \u4e2d"

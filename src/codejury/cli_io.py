@@ -33,9 +33,9 @@ def visible_text(text: str) -> str:
 
 
 def shown_path(path: Path | str) -> str:
-    """``path`` for a one-line message: invisible characters written out (``visible_text``), and a name
-    thousands of characters long cut in the middle."""
-    text = visible_text(str(path))
+    """``path`` for a one-line message: invisible characters and line breaks written out (``visible_text``),
+    and a name thousands of characters long cut in the middle."""
+    text = visible_text(str(path)).replace("\n", "<U+000A>").replace("\t", "<U+0009>")
     if len(text) <= SHOWN_PATH_CHARS:
         return text
     half = SHOWN_PATH_CHARS // 2

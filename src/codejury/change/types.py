@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from codejury.change.discussion import Discussion
+from codejury.cli_io import shown_path
 
 if TYPE_CHECKING:
     from codejury.change.head_tree import HeadTree
@@ -160,7 +161,7 @@ class ChangeSet:
         if not self.left_out:
             return None
         names = sorted(self.left_out)
-        listed = "; ".join(f"{name} ({self.left_out[name]})" for name in names[:shown])
+        listed = "; ".join(f"{shown_path(name)} ({self.left_out[name]})" for name in names[:shown])
         more = f" and {len(names) - shown} more" if len(names) > shown else ""
         count = len(names)
         noun = "file" if count == 1 else "files"
