@@ -176,7 +176,8 @@ def _no_user_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     index_cache = tmp_path_factory.mktemp("repoindex")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
-        patch.setenv("CODEJURY_REPO_CACHE", str(tmp_path_factory.mktemp("repo-cache")))  # --url, service reviews
+        # --url and service reviews are diff-only unless a test serves git and names a cache
+        patch.setenv("CODEJURY_REPO_CACHE", "off")
         # The repository index's cache too (not the whole cache directory: the embedded model's file lives there).
         patch.setattr("codejury.repocontext.store.default_cache_dir", lambda: index_cache)
         yield

@@ -212,14 +212,19 @@ def test_a_head_commit_the_forge_will_not_serve_is_one_line_in_the_summary(
 ) -> None:
     repo, base, head = upstream(tmp_path)
     gh.add_pr(number=8, author="alice", files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
-    gh.serve_git(REPO, repo)
-    gh.add_token("ghs_no_contents", kind="actions", permissions={"contents": "none"})
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    (other / "README.md").write_text("another history\n")
+    git(other, "add", ".")
+    git(other, "commit", "-qm", "elsewhere")
+    gh.serve_git(REPO, other)  # a repository without that commit
     monkeypatch.setenv("CODEJURY_REPO_CACHE", str(tmp_path / "cache"))
-    code, out, err = run(gh, monkeypatch, [SQL], "--publish", token="ghs_no_contents", number=8)
+    code, out, err = run(gh, monkeypatch, [SQL], "--publish", token=ACTIONS, number=8)
     body = summary(gh, 8)
-    assert "What this review could not do" in body and "could not be fetched" in body
-    assert [r.status for r in gh.git.requests] and all(r.status == 401 for r in gh.git.requests)
-    assert "ghs_no_contents" not in out + err + body
+    assert "What this review could not do" in body and f"the head commit {head[:12]} could not be fetched" in body
+    assert [r.status for r in gh.git.requests] and "S608" in out  # the changed file came through the API
+    assert ACTIONS not in out + err + body
 
 
 def test_a_gitlab_merge_request_through_the_api_is_reviewed_with_its_head_commit(

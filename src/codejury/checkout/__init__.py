@@ -1,4 +1,5 @@
-"""The head commit's tree wherever a review runs: a CI job's checkout (``ci``)."""
+"""The head commit's tree wherever a review runs: a CI job's checkout (``ci``), the repository cache
+(``cache``), the changed files through the forge's API (``api_files``); ``head`` picks among them."""
 
 from __future__ import annotations
 

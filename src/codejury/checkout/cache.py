@@ -8,18 +8,20 @@ fetched commit keeps a ref, ``KEPT_REFS``, which the next fetch offers the forge
 ``open_head_side`` hands the analyzers the changed files and the tools the commit, as for a CI
 checkout.
 
-The forge token goes to git as an HTTP header through the environment (``GIT_CONFIG_COUNT`` and
-``http.extraHeader``): never in a URL, git's argv, the repository's config, a log line or an
-error (git's own error output is never shown). Bounded: one fetch has ``FETCH_TIMEOUT_S``; a
-repository over ``MAX_REPO_BYTES`` after its fetch is removed and the review goes on diff-only;
-past ``MAX_TOTAL_BYTES`` in all, the repositories used longest ago are removed first. A lock file
+The forge token goes to git as an HTTP header through the environment, scoped to the
+repository's URL, with no redirect followed (``checkout.fetch``). Bounded: one fetch has
+``FETCH_TIMEOUT_S``, and its download is stopped as soon as the repository would pass
+``MAX_REPO_BYTES`` (not measured after it ends); past ``MAX_TOTAL_BYTES`` in all, the repositories
+used longest ago are removed first. A fetch that failed (no answer, over the cap, refused,
+redirected) is remembered for ``REMEMBER_FAILURE_S``, per repository and commit (a file under
+``failed/``): a later review of that commit does not download it again within that time, and
+reads its changed files through the forge's API instead (``checkout.api_files``). A lock file
 per repository (``flock``) keeps two workers of one machine from fetching into it at once; each
 machine has its own cache.
 """
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import hashlib
 import os
@@ -28,34 +30,27 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
+from codejury.bounded_io import human_size
 from codejury.change.git import Git
-from codejury.checkout.ci import FETCH_TIMEOUT_S, HeadSide, head_side_of
+from codejury.checkout import fetch
+from codejury.checkout.ci import HeadSide, head_side_of
+from codejury.checkout.fetch import Remote, auth_env, watched_fetch
+
+__all__ = ["CACHE_ENV", "REMEMBER_FAILURE_S", "Remote", "RepoCache", "repo_cache"]
 
 CACHE_ENV = "CODEJURY_REPO_CACHE"
-"""``off`` turns the cache off (reviews without a checkout are then diff-only); a directory moves it."""
+"""``off`` turns the cache off (reviews without a checkout then read the changed files through the forge's API);
+a directory moves it."""
 MAX_REPO_BYTES = 2 * 1024**3
 MAX_TOTAL_BYTES = 10 * 1024**3
+REMEMBER_FAILURE_S = 15 * 60.0
+"""How long a failed fetch of one commit is remembered (and not tried again)."""
 _LOCK_TIMEOUT_S = 300.0
 KEPT_REFS = "refs/codejury/fetched/"
 """A ref per fetched commit: what the next fetch tells the forge it has, so a new push sends only its new
 objects (with no ref, git's negotiation has nothing to offer and the forge sends the whole tree again)."""
-
-
-@dataclass(frozen=True)
-class Remote:
-    """Where a repository is fetched from, and the credentials for it (never shown)."""
-
-    url: str
-    """The repository's https clone URL on the configured forge."""
-    user: str
-    """The user name that goes with the token in HTTP Basic (``oauth2`` on GitLab, ``x-access-token`` on GitHub)."""
-    token: str
-
-    def __repr__(self) -> str:
-        return f"Remote({self.url!r})"
 
 
 class RepoCache:
@@ -65,28 +60,31 @@ class RepoCache:
         self,
         root: Path,
         *,
-        max_repo_bytes: int = MAX_REPO_BYTES,
+        max_repo_bytes: int | None = None,
         max_total_bytes: int = MAX_TOTAL_BYTES,
-        fetch_timeout_s: float = FETCH_TIMEOUT_S,
+        fetch_timeout_s: float | None = None,
+        remember_failure_s: float | None = None,
     ) -> None:
         self.root = root
-        self.max_repo_bytes = max_repo_bytes
+        self.max_repo_bytes = MAX_REPO_BYTES if max_repo_bytes is None else max_repo_bytes
         self.max_total_bytes = max_total_bytes
-        self.fetch_timeout_s = fetch_timeout_s
+        self.fetch_timeout_s = fetch.FETCH_TIMEOUT_S if fetch_timeout_s is None else fetch_timeout_s
+        self.remember_failure_s = REMEMBER_FAILURE_S if remember_failure_s is None else remember_failure_s
 
     def head_side(self, remote: Remote, head_sha: str, paths: Sequence[str]) -> HeadSide:
         """The tree of ``head_sha`` from ``remote`` (fetched when the cache lacks it), or why not, in one line."""
-        where = self.root / (hashlib.sha256(remote.url.encode()).hexdigest()[:20] + ".git")
+        key = hashlib.sha256(remote.url.encode()).hexdigest()[:20]
+        where = self.root / (key + ".git")
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             with _locked(where.with_suffix(".lock")):
-                side = self._head_side(where, remote, head_sha, paths)
+                side = self._head_side(where, remote, head_sha, paths, self.root / "failed" / f"{key}-{head_sha}")
         except (OSError, TimeoutError) as exc:
             return HeadSide(missing=f"the repository cache {self.root} cannot be used ({_reason(exc)})")
         self._evict(keep=where)
         return side
 
-    def _head_side(self, where: Path, remote: Remote, head_sha: str, paths: Sequence[str]) -> HeadSide:
+    def _head_side(self, where: Path, remote: Remote, head_sha: str, paths: Sequence[str], failed: Path) -> HeadSide:
         if not (where / "HEAD").is_file():
             shutil.rmtree(where, ignore_errors=True)
             subprocess.run(
@@ -94,37 +92,67 @@ class RepoCache:
             )
         os.utime(where)  # the least recently used go first
         git = Git(where)
-        if git.resolve(head_sha) is None:
-            problem = self._fetch(git, remote, head_sha)
-            if problem is not None:
-                return HeadSide(missing=f"the head commit {head_sha[:12]} could not be fetched ({problem})")
-            size = _size(where)
-            if size > self.max_repo_bytes:
+        if git.resolve(head_sha) is not None:
+            return head_side_of(git, head_sha, paths)
+        remembered = self._remembered(failed)
+        if remembered is not None:
+            return HeadSide(missing=remembered)
+        problem = self._fetch(git, remote, head_sha, _size(where))
+        if problem is not None:
+            why = f"the head commit {head_sha[:12]} could not be fetched ({problem})"
+            self._remember(failed, why)
+            if not git.result("for-each-ref", "--count=1", KEPT_REFS).stdout.strip():  # nothing to keep
                 shutil.rmtree(where, ignore_errors=True)
-                return HeadSide(
-                    missing=f"the repository is {size // 1024**2} MB, over the cache's "
-                    f"{self.max_repo_bytes // 1024**2} MB per repository"
-                )
-            return head_side_of(git, head_sha, paths, fetched=True)
-        return head_side_of(git, head_sha, paths)
+            return HeadSide(missing=why)
+        size = _size(where)  # a pack too small to be seen arriving is measured here
+        if size > self.max_repo_bytes:
+            shutil.rmtree(where, ignore_errors=True)
+            cap = human_size(self.max_repo_bytes)
+            why = f"the repository is {human_size(size)}, over the cache's {cap} per repository"
+            self._remember(failed, why)
+            return HeadSide(missing=why)
+        return head_side_of(git, head_sha, paths, fetched=True)
 
-    def _fetch(self, git: Git, remote: Remote, commit: str) -> str | None:
+    def _fetch(self, git: Git, remote: Remote, commit: str, held: int) -> str | None:
         """Fetch ``commit`` alone; None when git succeeded, else why (git's own words are never shown)."""
-        env = {**git.env, **_auth_env(remote, git.env)}
-        args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", "--depth=1"]
-        try:
-            done = subprocess.run(
-                git.command(*args, remote.url, f"{commit}:{KEPT_REFS}{commit}"), cwd=git.cwd, env=env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                timeout=self.fetch_timeout_s, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return f"no answer within {self.fetch_timeout_s:g} s"
-        except OSError as exc:
-            return f"git could not run: {_reason(exc)}"
-        if done.returncode != 0:
-            return f"git fetch exited {done.returncode}"
+        args = ["--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", "--depth=1"]
+        room = max(0, self.max_repo_bytes - held)
+        done = watched_fetch(
+            git, [*args, remote.url, f"{commit}:{KEPT_REFS}{commit}"], {**git.env, **auth_env(remote, git.env)},
+            timeout_s=self.fetch_timeout_s, max_bytes=room,
+        )  # fmt: skip
+        if done.over_cap:
+            return (
+                f"the download was stopped at {human_size(done.received)}, over the cache's "
+                f"{human_size(self.max_repo_bytes)} per repository"
+            )
+        if done.problem is not None:
+            return done.problem
         return None if git.resolve(commit) is not None else "the remote did not send it"
+
+    def _remembered(self, failed: Path) -> str | None:
+        """Why the fetch of this commit failed, when it failed less than ``remember_failure_s`` ago."""
+        try:
+            age = time.time() - failed.stat().st_mtime
+            if age >= self.remember_failure_s:
+                return None
+            why = failed.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        minutes = max(1, round((self.remember_failure_s - age) / 60))
+        return f"{why}; not tried again for {minutes} min"
+
+    def _remember(self, failed: Path, why: str) -> None:
+        """Note that the fetch failed (and forget the failures older than ``remember_failure_s``)."""
+        try:
+            failed.parent.mkdir(exist_ok=True, mode=0o700)
+            now = time.time()
+            for old in failed.parent.iterdir():
+                if now - old.stat().st_mtime >= self.remember_failure_s:
+                    old.unlink(missing_ok=True)
+            failed.write_text(why + "\n", encoding="utf-8")
+        except OSError:
+            return
 
     def _evict(self, keep: Path) -> None:
         """Remove the repositories used longest ago while the cache is over ``max_total_bytes``."""
@@ -153,21 +181,6 @@ def repo_cache(env: Mapping[str, str]) -> RepoCache | None:
     from codejury.models.weights import cache_root
 
     return RepoCache(cache_root() / "repos")
-
-
-def _auth_env(remote: Remote, base: Mapping[str, str]) -> dict[str, str]:
-    """The token as an ``http.extraHeader`` given to git through its environment, after any the caller set."""
-    count = int(base.get("GIT_CONFIG_COUNT", "0") or 0)
-    basic = base64.b64encode(f"{remote.user}:{remote.token}".encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": str(count + 2),
-        f"GIT_CONFIG_KEY_{count}": "http.extraHeader",
-        f"GIT_CONFIG_VALUE_{count}": f"Authorization: Basic {basic}",
-        f"GIT_CONFIG_KEY_{count + 1}": "credential.helper",  # nothing asks, nothing is stored
-        f"GIT_CONFIG_VALUE_{count + 1}": "",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "",
-    }
 
 
 @contextmanager

@@ -6,7 +6,11 @@ GitLab's merged-results and merge-train pipelines check out a merge of the sourc
 the target, clones are shallow, and a job may have changed files in its working tree. None of
 that matters here: the head commit is looked up in the checkout's object store by its id (the
 forge says which), and only when it is not there is it fetched from ``origin``, that one commit
-(``--depth=1`` in a shallow clone), with the credentials the job's checkout already has.
+(``--depth=1`` in a shallow clone), with the credentials the job's checkout already has. A
+checkout that kept none (GitHub Actions' ``persist-credentials: false``) fetches it again from the
+configured forge with the review's token, as the service does (``checkout.fetch``: an HTTP header
+in git's environment, never in a URL, argv or ``.git/config``). A job with no repository at all
+(GitLab's ``GIT_STRATEGY: none``) fetches into the repository cache (``checkout.head``).
 
 ``open_head_side`` then writes the changed files of that commit to a temporary directory (the
 analyzers read files) and gives the reviewers' tools the whole commit through git's object
@@ -19,8 +23,8 @@ never shown, since a remote URL in it may carry a job token.
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +32,10 @@ from pathlib import Path
 from codejury.change.git import Git
 from codejury.change.head_export import Blob, export_blobs
 from codejury.change.head_tree import HeadTree
+from codejury.checkout import fetch
+from codejury.checkout.fetch import MAX_FETCH_BYTES, Remote, auth_env, watched_fetch
 from codejury.errors import SourceError
 
-FETCH_TIMEOUT_S = 120.0
-"""How long fetching the head commit may take before the review goes on without it."""
 _COMMIT_ID = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _REGULAR_MODES = frozenset({"100644", "100755"})
 _PATHS_PER_CALL = 200
@@ -46,8 +50,13 @@ class HeadSide:
     left_out: dict[str, str] = field(default_factory=dict)
     missing: str | None = None
     """One line saying why there is no head-side tree (the review is diff-only), or None."""
+    unread: str | None = None
+    """One line saying which changed files could not be read at all, and why (the review may not approve)."""
     fetched: bool = False
     """Whether the head commit had to be fetched (it was not in the checkout)."""
+    by_choice: bool = False
+    """No head tree because the operator turned the repository cache off: the review is diff-only, and the forge's
+    API is not asked for the changed files either."""
     _tmp: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     def close(self) -> None:
@@ -58,29 +67,27 @@ class HeadSide:
 
 
 def open_head_side(
-    directory: str | None, head_sha: str, paths: Sequence[str], *, fetch_timeout_s: float = FETCH_TIMEOUT_S
+    directory: str | None,
+    head_sha: str,
+    paths: Sequence[str],
+    *,
+    fetch_timeout_s: float | None = None,
+    remote: Remote | None = None,
 ) -> HeadSide:
-    """The tree of ``head_sha`` from the checkout in ``directory``, fetching that commit when it is absent.
+    """The tree of ``head_sha`` from the checkout in ``directory``, fetching that commit when it is absent:
+    from ``origin`` with the checkout's credentials, else from ``remote`` with its token.
 
     ``paths`` are the changed files (their head-side content is written for the analyzers). Never
     raises for a missing or unusable checkout: ``HeadSide.missing`` says what went wrong."""
-    if not directory:
-        return HeadSide(missing="no checkout of the repository in this job")
     if not _COMMIT_ID.match(head_sha):
         return HeadSide(missing="the forge named no head commit")
-    if not Path(directory).is_dir():
-        return HeadSide(missing=f"the checkout {directory} does not exist")
-    git = Git(Path(directory))
-    try:
-        top = git.result("rev-parse", "--show-toplevel")
-    except SourceError as exc:
-        return HeadSide(missing=f"the checkout {directory} cannot be read ({exc})")
-    if top.returncode != 0:
-        return HeadSide(missing=f"the checkout {directory} is not a git repository")
-    git = Git(Path(top.stdout.decode("utf-8", errors="replace").strip()))
+    git = checkout_git(directory)
+    if isinstance(git, str):
+        return HeadSide(missing=git)
     fetched = False
     if git.resolve(head_sha) is None:
-        problem = _fetch(git, head_sha, fetch_timeout_s)
+        timeout_s = fetch.FETCH_TIMEOUT_S if fetch_timeout_s is None else fetch_timeout_s
+        problem = _fetch(git, head_sha, timeout_s, remote)
         if problem is not None or git.resolve(head_sha) is None:
             why = problem or "origin did not send it"
             return HeadSide(
@@ -88,6 +95,22 @@ def open_head_side(
             )
         fetched = True
     return head_side_of(git, head_sha, paths, fetched=fetched)
+
+
+def checkout_git(directory: str | None) -> Git | str:
+    """The git repository of the checkout in ``directory`` (its top level), or why there is none, in one line."""
+    if not directory:
+        return "no checkout of the repository in this job"
+    if not Path(directory).is_dir():
+        return f"the checkout {directory} does not exist"
+    git = Git(Path(directory))
+    try:
+        top = git.result("rev-parse", "--show-toplevel")
+    except SourceError as exc:
+        return f"the checkout {directory} cannot be read ({exc})"
+    if top.returncode != 0:
+        return f"the checkout {directory} is not a git repository"
+    return Git(Path(top.stdout.decode("utf-8", errors="replace").strip()))
 
 
 def head_side_of(git: Git, head_sha: str, paths: Sequence[str], *, fetched: bool = False) -> HeadSide:
@@ -99,25 +122,27 @@ def head_side_of(git: Git, head_sha: str, paths: Sequence[str], *, fetched: bool
     except (OSError, SourceError) as exc:
         tmp.cleanup()
         return HeadSide(missing=f"the head commit's files could not be written ({exc})")
-    return HeadSide(root, HeadTree(git, head_sha, left_out), left_out, None, fetched, tmp)
+    return HeadSide(root, HeadTree(git, head_sha, left_out), left_out, fetched=fetched, _tmp=tmp)
 
 
-def _fetch(git: Git, commit: str, timeout_s: float) -> str | None:
-    """Fetch ``commit`` from ``origin`` (only that commit in a shallow clone); None when git succeeded."""
+def _fetch(git: Git, commit: str, timeout_s: float, remote: Remote | None) -> str | None:
+    """Fetch ``commit`` (only that commit in a shallow clone) from ``origin``, else from ``remote`` with its token;
+    None when git succeeded."""
     shallow = git.result("rev-parse", "--is-shallow-repository").stdout.strip() == b"true"
-    args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"]
+    args = ["--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"]
     if shallow:
         args.append("--depth=1")
-    try:
-        done = subprocess.run(
-            git.command(*args, "origin", commit), cwd=git.cwd, env=git.env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return f"no answer within {timeout_s:g} s"
-    except OSError as exc:
-        return f"git could not run: {exc.strerror or exc}"
-    return None if done.returncode == 0 else f"git fetch exited {done.returncode}"
+    started = time.monotonic()
+    done = watched_fetch(git, [*args, "origin", commit], git.env, timeout_s=timeout_s, max_bytes=MAX_FETCH_BYTES)
+    if done.problem is None or remote is None or done.over_cap:
+        return done.problem
+    # The checkout kept no credentials (persist-credentials: false): the review's token, as a header.
+    left = timeout_s - (time.monotonic() - started)
+    if left <= 1:
+        return done.problem
+    env = {**git.env, **auth_env(remote, git.env)}
+    again = watched_fetch(git, [*args, remote.url, commit], env, timeout_s=left, max_bytes=MAX_FETCH_BYTES)
+    return again.problem
 
 
 def _blobs(git: Git, commit: str, paths: Sequence[str]) -> list[Blob]:

@@ -5,8 +5,9 @@
   forge and ``publish_review`` (plan, publish, plan again when the forge refuses a comment).
 - ``human_comments``: the humans' comments, a ``break glass`` one kept only from a writer.
 - ``thread_replies`` / ``resolved_by_human``: a bot thread's replies and who resolved it.
-- ``ForgeAdapter.head_side``: the reviewed head commit's tree from the CI job's checkout
-  (``checkout.ci``), or why the review has none (a review through the API alone).
+- ``ForgeAdapter.head_side``: the reviewed head commit's tree from the CI job's checkout or the
+  repository cache (``checkout.head``), else its changed files through the forge's API, or why
+  the review has none.
 - ``forge_redactor``: the secrets every body is scrubbed of before it is posted (``safety.scrub_payload``).
 """
 
@@ -20,8 +21,9 @@ from typing import ClassVar, Self, TypeVar
 
 from codejury.change.break_glass import BREAK_GLASS_RE
 from codejury.change.types import FileChange
-from codejury.checkout import HeadSide, open_head_side
-from codejury.checkout.cache import CACHE_ENV, Remote, repo_cache
+from codejury.checkout import HeadSide
+from codejury.checkout.fetch import Remote
+from codejury.checkout.head import ReadFile, find_head_side, read_through_api
 from codejury.findings import Review
 from codejury.forges.plan import WONT_FIX, PlanOptions, PreviousState, PublishPlan, Replan, Reply
 from codejury.forges.publish import plan_publish
@@ -62,17 +64,19 @@ class ForgeAdapter:
         head_sha: str,
         files: Sequence[FileChange],
         remote: Remote | None = None,
+        read_file: ReadFile | None = None,
     ) -> HeadSide:
         """The head commit's tree for the tools and analyzers: from the CI job's checkout when this
         is a CI run (fetched into it when absent), else from the repository cache (``remote``
-        fetched into it), else none, with the reason; removed on exit."""
+        fetched into it); when neither has it, the changed files through ``read_file`` (the forge's
+        API) unless the operator turned the cache off; else none, with the reason. Removed on exit."""
         paths = [f.path for f in files if f.status != "deleted"]
-        if in_ci:
-            side = await asyncio.to_thread(open_head_side, checkout, head_sha, paths)
-        elif remote is None or (cache := repo_cache(self.env)) is None:
-            side = HeadSide(missing=f"reviewed through the forge's API, with no checkout ({CACHE_ENV} is off)")
-        else:
-            side = await asyncio.to_thread(cache.head_side, remote, head_sha, paths)
+        side = await asyncio.to_thread(
+            find_head_side, in_ci=in_ci, checkout=checkout, head_sha=head_sha, paths=paths, remote=remote,
+            env=self.env,
+        )  # fmt: skip
+        if side.root is None and not side.by_choice and read_file is not None and paths:
+            side = await read_through_api(read_file, paths, side.missing or "the head commit could not be had")
         self._release_head_side()
         self._head_side = side
         return side

@@ -7,16 +7,25 @@ talks to it. Like the forges it refuses what they refuse: no credentials or an u
 401 with a Basic challenge (the token goes as the password of HTTP Basic: GitLab takes any user
 name, GitHub ``x-access-token``), pushes are 403, an unknown repository 404. A commit is
 fetched by its id only when a ref reaches it (``uploadpack.allowReachableSHA1InWant``, as the
-forges allow). Every request is recorded with the user it authenticated as.
+forges allow). Every request is recorded with the user it authenticated as, and the bytes of its
+answer that reached the client (``sent``: a client that hangs up stops the answer).
+
+What a network and a forge do to a fetch, on demand: ``rate_bytes_s`` sends answers at that
+rate, in small pieces; ``stall`` leaves the pack request of a repository unanswered until the
+server stops; ``redirect`` answers a repository's first request with a redirect elsewhere (as a
+renamed repository or a proxy may).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import io
 import re
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +43,8 @@ class GitRequest:
     service: str
     user: str | None
     status: int
+    sent: int = 0
+    """The bytes of the answer's body written to the client before it ended or the client hung up."""
 
 
 class GitRepos:
@@ -45,7 +56,24 @@ class GitRepos:
         self._tmp = tempfile.TemporaryDirectory(prefix="codejury-fake-git-")
         self._repos: dict[str, Path] = {}
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self.requests: list[GitRequest] = []
+        self.rate_bytes_s: float | None = None
+        """Send answers at this many bytes a second (None: at once)."""
+        self.stalled: set[str] = set()
+        """Repositories whose pack requests are never answered (``stall``)."""
+        self.redirects: dict[str, str] = {}
+        """Repositories whose first request is answered with a redirect to this URL (``redirect``)."""
+
+    def stall(self, name: str) -> None:
+        """Leave every pack request of ``name`` unanswered until the server stops."""
+        with self._lock:
+            self.stalled.add(name)
+
+    def redirect(self, name: str, location: str) -> None:
+        """Answer ``name``'s ref advertisement with ``302 Found`` to ``location``."""
+        with self._lock:
+            self.redirects[name] = location
 
     def add(self, name: str, source: Path) -> None:
         """Serve ``source`` (a repository on disk, bare or not) as ``name`` (``acme/widgets``), as it is now."""
@@ -58,10 +86,65 @@ class GitRepos:
             self._repos[name] = dest
 
     def close(self) -> None:
+        self._stopping.set()
         self._tmp.cleanup()
+
+    def respond(
+        self, out: io.BufferedIOBase, send_head: Callable[[int, dict[str, str]], None], method: str, path: str,
+        query: str, headers: dict[str, str], body: bytes,
+    ) -> bool:  # fmt: skip
+        """Answer a git request through ``send_head`` (status, headers) and ``out`` (the body); False when ``path``
+        is not one. The body goes at ``rate_bytes_s``; what reached the client is recorded as ``sent``."""
+        match = GIT_PATH.match(path)
+        name, rest = (match["repo"].strip("/"), match["rest"]) if match else ("", "")
+        with self._lock:
+            location = self.redirects.get(name) if rest == "info/refs" else None
+            stalled = rest == "git-upload-pack" and name in self.stalled
+        index: int | None = None
+        if location is not None:
+            answer: Answer = (302, {"Location": location, "Content-Type": "text/plain"}, b"")
+            self._record(GitRequest(method, name, "git-upload-pack", None, 302))
+        elif stalled:
+            self._record(GitRequest(method, name, "git-upload-pack", None, 0))
+            self._stopping.wait(120)
+            return True
+        else:
+            found = self._serve(method, path, query, headers, body)
+            if found is None:
+                return False
+            answer, index = found
+        status, head, payload = answer
+        send_head(status, {**head, "Content-Length": str(len(payload))})
+        sent = 0
+        step = 16 * 1024 if self.rate_bytes_s else max(1, len(payload))
+        try:
+            while sent < len(payload):
+                piece = payload[sent : sent + step]
+                out.write(piece)
+                out.flush()
+                sent += len(piece)
+                if self.rate_bytes_s:
+                    time.sleep(len(piece) / self.rate_bytes_s)
+        except OSError:
+            pass  # the client hung up
+        if index is not None:
+            with self._lock:
+                self.requests[index] = dataclasses.replace(self.requests[index], sent=sent)
+        return True
+
+    def _record(self, request: GitRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
 
     def serve(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Answer | None:
         """The answer to a git request (``path`` without its query), or None when ``path`` is not one."""
+        found = self._serve(method, path, query, headers, body)
+        return None if found is None else found[0]
+
+    def _serve(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[Answer, int] | None:
+        """The answer and the index of its record in ``requests``."""
         match = GIT_PATH.match(path)
         if match is None:
             return None
@@ -82,7 +165,7 @@ class GitRepos:
         status = answer[0]
         with self._lock:
             self.requests.append(GitRequest(method, name, service, user, status))
-        return answer
+            return answer, len(self.requests) - 1
 
     def _backend(self, method: str, name: str, rest: str, query: str, headers: dict[str, str], body: bytes) -> Answer:
         env = {

@@ -36,6 +36,13 @@ class QuietHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
+    def send_head(self, status: int, headers: dict[str, str]) -> None:
+        """A response's status line and headers; the body follows on ``wfile``."""
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
     def send_body(self, status: int, content_type: str, data: bytes) -> None:
         """One whole response: ``status``, ``data`` as ``content_type`` with its length."""
         self.send_response(status)

@@ -226,17 +226,17 @@ class GitHubPullRequest(ForgeAdapter):
         )
         remote = Remote(f"{github_instance(self.env).web_url}/{repo}.git", "x-access-token", self.target.token)
         side = await self.head_side(
-            self.target.in_ci,
-            self.env.get("GITHUB_WORKSPACE"),
-            pull.head_sha,
-            files,
-            None if self.target.in_ci else remote,
-        )
+            self.target.in_ci, self.env.get("GITHUB_WORKSPACE"), pull.head_sha, files, remote,
+            functools.partial(self._file_bytes, pull.head_sha),
+        )  # fmt: skip
         base = await self._base(pull.base_sha, [f.path for f in files])
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base, left_out=side.left_out, head=side.head,
-            no_tree=side.missing or "",
+            no_tree=side.missing or "", head_unread=side.unread or "",
         )  # fmt: skip
+
+    async def _file_bytes(self, ref: str, path: str, max_bytes: int) -> bytes | None:
+        return await self.api.file_bytes(self.target.repo, path, ref, max_bytes=max_bytes)
 
     async def _changed_since(self, previous: PreviousState) -> list[str] | None:
         """Files changed between the last reviewed head and this one; None when GitHub cannot say.

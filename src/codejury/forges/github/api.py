@@ -33,6 +33,8 @@ from urllib.parse import quote
 
 import httpx2
 
+from codejury.bounded_io import read_async
+from codejury.errors import InputError
 from codejury.forges.errors import ForgeAuthError, ForgeError, ForgeRefused, ForgeUnavailable
 from codejury.forges.github.graphql import (
     REPLY,
@@ -254,6 +256,32 @@ class GitHubAPI:
             return base64.b64decode(content).decode("utf-8", errors="replace")
         except ValueError:
             return None
+
+    async def file_bytes(self, repo: str, path: str, ref: str, *, max_bytes: int) -> bytes | None:
+        """The bytes of file ``path`` at ``ref`` (the contents API as raw), None when it is larger than ``max_bytes``:
+        the download stops there. An absent file, a refusal or a redirect (never followed) raises a ``ForgeError``."""
+        url = f"/repos/{repo}/contents/{quote(path, safe='/')}"
+        what = f"GET {url}"
+        log = RetryLog()
+        extensions: dict[str, Any] = {RETRY_LOG: log, SAFE_TO_RETRY: True}
+        headers = {"accept": "application/vnd.github.raw+json"}
+        try:
+            async with self._client.stream(
+                "GET", url, params={"ref": ref}, headers=headers, extensions=extensions
+            ) as response:
+                if not response.is_success:
+                    await response.aread()
+                    raise self._failure(what, response, log)
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > max_bytes:
+                    return None
+                try:
+                    return await read_async(response.aiter_bytes(), max_bytes, what)
+                except InputError:  # past max_bytes
+                    return None
+        except httpx2.TransportError as exc:
+            reason = unavailable_reason(log, error=exc)
+            raise ForgeUnavailable(f"GitHub {what} failed: {type(exc).__name__} ({reason})") from exc
 
     async def list_directory(self, repo: str, path: str, ref: str) -> list[str]:
         """The repository paths of the files directly inside ``path`` at ``ref`` ([] when there is none)."""
@@ -498,13 +526,17 @@ class GitHubAPI:
             raise ForgeUnavailable(f"GitHub {what} failed: {type(exc).__name__} ({reason})") from exc
         if response.is_success:
             return response
+        raise self._failure(what, response, log)
+
+    def _failure(self, what: str, response: httpx2.Response, log: RetryLog) -> ForgeError:
+        """The error of a failed answer: unavailable (a rate limit, a 5xx, after the retries) or ``_error``."""
         if rate_limited(response) or response.status_code >= 500:
             reason = unavailable_reason(log, status=response.status_code)
-            raise ForgeUnavailable(
+            return ForgeUnavailable(
                 f"GitHub {what}: {response.status_code} {self._message(response)[0]} ({reason})",
                 status=response.status_code,
             )
-        raise self._error(what, response)
+        return self._error(what, response)
 
     def _error(self, what: str, response: httpx2.Response) -> ForgeError:
         status = response.status_code

@@ -2,8 +2,9 @@
 
 Never a success for a review that did not complete: nothing reviewed (verdict ``not_reviewed``:
 every file skipped) → neutral, or failure when ``--fail-on`` says so; no reviewer succeeded →
-failure ("not reviewed"); ``--fail-on`` triggered → failure; unjudged → neutral. Each open
-finding is an annotation at its lines.
+failure ("not reviewed"); ``--fail-on`` triggered → failure; unjudged → neutral; an approval
+withheld (``Review.approval_withheld``: what the review could not read, and why) → neutral, its
+reasons in the check's summary. Each open finding is an annotation at its lines.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def check_conclusion(outcome: Outcome) -> tuple[str, str]:
         return "failure", f"{headline}: {tally}"
     if not review.judged:
         return "neutral", f"not fully reviewed (unjudged): {tally}"
+    if review.approval_withheld and not review.break_glass:
+        return "neutral", f"not approved (approval withheld): {tally}"
     if review.break_glass or review.verdict in ("approved", "approved_with_comments"):
         return "success", f"{headline}: {tally}"
     return "neutral", f"{headline}: {tally}"
@@ -60,9 +63,14 @@ def check_report(outcome: Outcome, plan: PublishPlan, head_sha: str) -> CheckRep
     """The check run of a published review."""
     conclusion, title = check_conclusion(outcome)
     findings = open_findings(outcome, plan)
+    withheld = (
+        ""
+        if outcome.review.break_glass
+        else "".join(f" Approval withheld: {safe_line(reason)}." for reason in outcome.review.approval_withheld)
+    )
     summary = checked(
         f"**{safe_line(title)}** for commit {inline_code(head_sha[:12])}: "
-        f"{len(findings)} open finding(s). The summary comment on the pull request has the whole review."
+        f"{len(findings)} open finding(s).{withheld} The summary comment on the pull request has the whole review."
     )
     return conclusion, title, summary, [_annotation(f) for f in findings]
 

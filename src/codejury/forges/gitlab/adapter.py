@@ -168,11 +168,10 @@ class GitLabMergeRequest(ForgeAdapter):
         humans = [(n.author, n.body) for n in notes.result() if not n.system and n.author.id != self.me.id]
         comments, allowed, ignored = await human_comments(humans, _username, self._can_write)
         self.break_glass_by, self.break_glass_ignored = tuple(allowed), tuple(ignored)
-        remote = None
-        if isinstance(project, str):  # a merge request named by its path (--url, the service)
-            clone_url = f"{gitlab_instance(self.env).web_url}/{project}.git"
-            remote = Remote(clone_url, "oauth2", self.target.token)
-        side = await self.head_side(self.target.in_ci, self.env.get("CI_PROJECT_DIR"), self.head_sha, files, remote)
+        side = await self.head_side(
+            self.target.in_ci, self.env.get("CI_PROJECT_DIR"), self.head_sha, files, self._remote(),
+            functools.partial(self._file_bytes, self.head_sha),
+        )  # fmt: skip
         meta = ChangeMeta(
             title=self._mr.title,
             description=self._mr.description,
@@ -188,8 +187,26 @@ class GitLabMergeRequest(ForgeAdapter):
         )
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base.result(), left_out=side.left_out, head=side.head,
-            no_tree=side.missing or "",
+            no_tree=side.missing or "", head_unread=side.unread or "",
         )  # fmt: skip
+
+    def _remote(self) -> Remote | None:
+        """The project's clone URL on the configured GitLab, with the token; None when the project's path is unknown.
+
+        A merge request named by its path (``--url``, the service) has it; a CI job names the project by id, and
+        its path is read from the merge request's web URL, below the configured instance only."""
+        web = gitlab_instance(self.env).web_url.rstrip("/")
+        project = self.target.project
+        if not isinstance(project, str):
+            mr_url = self._mr.web_url if self._mr is not None else ""
+            below, _, rest = mr_url.partition(web + "/")
+            project = rest.split("/-/merge_requests/", 1)[0] if not below and "/-/merge_requests/" in rest else ""
+        if not project:
+            return None
+        return Remote(f"{web}/{project}.git", "oauth2", self.target.token)
+
+    async def _file_bytes(self, ref: str, path: str, max_bytes: int) -> bytes | None:
+        return await self.api.file_bytes(self.target.project, path, ref, max_bytes=max_bytes)
 
     async def _changed_since(self, previous: asyncio.Task[PreviousState]) -> list[str] | None:
         """Files changed between the last reviewed head and this one; None when that commit is unknown."""

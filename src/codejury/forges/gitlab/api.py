@@ -29,6 +29,8 @@ from urllib.parse import quote
 
 import httpx2
 
+from codejury.bounded_io import read_async
+from codejury.errors import InputError
 from codejury.forges.errors import ForgeAuthError, ForgeError, ForgeRefused, ForgeUnavailable
 from codejury.forges.gitlab.types import ApprovalState, DiffRefs, Discussion, GitLabUser, MergeRequest, MRDiff, Note
 from codejury.forges.gitlab.types import ProjectRef as ProjectRef
@@ -136,6 +138,29 @@ class GitLabAPI:
                 return None
             raise
         return response.content.decode("utf-8", errors="replace")
+
+    async def file_bytes(self, project: ProjectRef, path: str, ref: str, *, max_bytes: int) -> bytes | None:
+        """The bytes of file ``path`` at ``ref`` (repository files ``raw``), None when it is larger than ``max_bytes``:
+        the download stops there. An absent file, a refusal or a redirect (never followed) raises a ``ForgeError``."""
+        api_path = f"/projects/{_project(project)}/repository/files/{quote(path, safe='')}/raw"
+        log = RetryLog()
+        try:
+            async with self._client.stream(
+                "GET", self._api_url + api_path, params={"ref": ref}, extensions={RETRY_LOG: log}
+            ) as response:
+                if response.status_code >= 300:
+                    await response.aread()
+                    raise self._failure("GET", api_path, response, log)
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > max_bytes:
+                    return None
+                try:
+                    return await read_async(response.aiter_bytes(), max_bytes, f"GET {api_path}")
+                except InputError:  # past max_bytes
+                    return None
+        except httpx2.TransportError as exc:
+            reason = unavailable_reason(log, error=exc)
+            raise ForgeUnavailable(f"GitLab did not answer GET {api_path}: {type(exc).__name__} ({reason})") from exc
 
     async def tree(self, project: ProjectRef, path: str, ref: str) -> list[str]:
         """Repository paths of the files directly inside directory ``path`` at ``ref`` ([] when absent)."""
@@ -269,13 +294,17 @@ class GitLabAPI:
         except httpx2.TransportError as exc:
             reason = unavailable_reason(log, error=exc)
             raise ForgeUnavailable(f"GitLab did not answer {method} {path}: {type(exc).__name__} ({reason})") from exc
-        status = response.status_code
-        if status < 400:
+        if response.status_code < 400:
             return response
+        raise self._failure(method, path, response, log)
+
+    def _failure(self, method: str, path: str, response: httpx2.Response, log: RetryLog) -> ForgeError:
+        """The error of a failed answer: unavailable (a rate limit, a 5xx, after the retries) or ``_error``."""
+        status = response.status_code
         if status == 429 or status >= 500:
             reason = unavailable_reason(log, status=status)
-            raise ForgeUnavailable(f"GitLab answered {status} to {method} {path} ({reason})", status=status)
-        raise self._error(method, path, response)
+            return ForgeUnavailable(f"GitLab answered {status} to {method} {path} ({reason})", status=status)
+        return self._error(method, path, response)
 
     def _error(self, method: str, path: str, response: httpx2.Response) -> ForgeError:
         status = response.status_code

@@ -239,6 +239,8 @@ class Call:
     token: Token | None
     args: dict[str, str]
     prefix: str = ""  # "/api/v3" when the client used GitHub Enterprise's paths
+    headers: dict[str, str] = field(default_factory=dict)
+    """The request's headers, names in lower case, without ``authorization``."""
 
     @property
     def login(self) -> str:

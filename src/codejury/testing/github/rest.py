@@ -76,13 +76,18 @@ class RestRoutes(GitHubState):
         return Reply(200, {"permission": permission, "role_name": permission, "user": user.json()})
 
     def _get_contents(self, call: Call) -> Reply:
-        """A file (base64, as GitHub sends it) or a directory listing at ``ref``."""
+        """A file (base64, as GitHub sends it; its bytes alone when asked for as ``raw``) or a directory listing at
+        ``ref``. A workflow token without ``contents`` access reads nothing (403), as on GitHub."""
         repo = self._repos[call.args["repo"]]
+        if call.token and call.token.kind != "pat" and call.token.permissions.get("contents") not in ("read", "write"):
+            raise Refusal(403, NOT_ACCESSIBLE)
         ref = call.query.get("ref") or ""
         tree = self._contents.get(ref)
         if tree is None or ref not in repo.commits:
             raise Refusal(404, f"No commit found for the ref {ref}")
         path = (call.args.get("path") or "").strip("/")
+        if path in tree and "vnd.github.raw" in call.headers.get("accept", ""):
+            return Reply(200, tree[path], {"Content-Type": "application/vnd.github.raw; charset=utf-8"})
         if path in tree:
             data = tree[path].encode()
             encoded = base64.encodebytes(data).decode()  # GitHub wraps the base64 at 60 columns

@@ -140,7 +140,8 @@ class FakeGitHub(RestRoutes, GraphQLRoutes, LoopbackServer):
         for verb, pattern, handler in _ROUTES:
             match = pattern.fullmatch(path.rstrip("/"))
             if verb == method and match:
-                call = Call(method, path, query, body, token, match.groupdict(), prefix)
+                safe = {k: v for k, v in headers.items() if k != "authorization"}
+                call = Call(method, path, query, body, token, match.groupdict(), prefix, safe)
                 try:
                     if "repo" in call.args and call.args["repo"] not in self._repos:
                         raise Refusal(404, "Not Found")
@@ -218,14 +219,7 @@ def _make_handler(server: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             raw = self.read_body()
             parts = urlsplit(self.path)
             headers_in = {k.lower(): v for k, v in self.headers.items()}
-            git = server.git.serve(self.command, parts.path, parts.query, headers_in, raw)
-            if git is not None:
-                self.send_response(git[0])
-                for name, value in git[1].items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(git[2])))
-                self.end_headers()
-                self.wfile.write(git[2])
+            if server.git.respond(self.wfile, self.send_head, self.command, parts.path, parts.query, headers_in, raw):
                 return
             try:
                 body: Any = json.loads(raw) if raw else None
@@ -242,9 +236,10 @@ def _make_handler(server: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             data = text.encode()
             self.send_response(reply.status)
             kind = "text/html" if isinstance(reply.body, str) else "application/json"
-            self.send_header("Content-Type", f"{kind}; charset=utf-8")
+            extra = dict(reply.headers)
+            self.send_header("Content-Type", extra.pop("Content-Type", f"{kind}; charset=utf-8"))
             self.send_header("Content-Length", str(len(data)))
-            for name, value in reply.headers.items():
+            for name, value in extra.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)

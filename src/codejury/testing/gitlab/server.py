@@ -156,14 +156,7 @@ def _make_handler(gl: FakeGitLab) -> type[BaseHTTPRequestHandler]:
             raw = self.read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
             parts = urlsplit(self.path)
-            git = gl.git.serve(self.command, parts.path, parts.query, headers, raw)
-            if git is not None:
-                self.send_response(git[0])
-                for name, value in git[1].items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(git[2])))
-                self.end_headers()
-                self.wfile.write(git[2])
+            if gl.git.respond(self.wfile, self.send_head, self.command, parts.path, parts.query, headers, raw):
                 return
             status, payload, extra = gl._serve(self.command, self.path, headers, raw)
             text = isinstance(payload, str)
