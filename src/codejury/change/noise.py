@@ -40,7 +40,15 @@ from pathlib import Path
 
 from codejury.bounded_io import MAX_BLOB_BYTES
 from codejury.change.classify import is_security_sensitive
-from codejury.change.content import BINARY, is_binary, is_code, is_lock_data, looks_minified, whole_file_change
+from codejury.change.content import (
+    BINARY,
+    SNIFF_BYTES,
+    is_binary,
+    is_code,
+    is_lock_data,
+    looks_minified,
+    whole_file_change,
+)
 from codejury.change.head_export import too_large
 from codejury.change.types import ChangeSet, FileChange, Hunk
 from codejury.findings import SkippedFile
@@ -351,11 +359,19 @@ def settled(fc: FileChange, change: ChangeSet) -> FileChange:
     left_out = change.left_out.get(fc.path, "")
     if left_out.startswith("too large"):
         return replace(fc, too_large=left_out)
-    data = _read_bytes(change.root, fc.path, MAX_WHOLE_FILE_BYTES + 1)
-    if data is None or is_binary(data):
+    target = _inside(change.root, fc.path)
+    try:
+        if target is None:
+            return fc
+        with target.open("rb") as fh:
+            data = fh.read(SNIFF_BYTES)
+            if is_binary(data):
+                return fc  # its bytes say binary: the first ones are enough
+            data += fh.read(MAX_WHOLE_FILE_BYTES + 1 - len(data))
+        if len(data) > MAX_WHOLE_FILE_BYTES:
+            return replace(fc, too_large=too_large(target.stat().st_size, MAX_WHOLE_FILE_BYTES))
+    except OSError:
         return fc
-    if len(data) > MAX_WHOLE_FILE_BYTES:
-        return replace(fc, too_large=too_large(_size(change.root, fc.path), MAX_WHOLE_FILE_BYTES))
     return whole_file_change(fc, data.decode("utf-8", errors="replace"))
 
 
@@ -390,14 +406,6 @@ def _read_bytes(root: Path, path: str, limit: int) -> bytes | None:
             return fh.read(limit)
     except OSError:
         return None
-
-
-def _size(root: Path, path: str) -> int:
-    target = _inside(root, path)
-    try:
-        return target.stat().st_size if target is not None else 0
-    except OSError:
-        return 0
 
 
 def _head_reader(root: Path | None, limit: int) -> Callable[[str], str | None] | None:
