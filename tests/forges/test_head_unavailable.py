@@ -141,3 +141,32 @@ def test_a_gitlab_head_that_cannot_be_fetched_is_read_through_the_api(
     assert code == 0, err
     assert "S608" in out and VIA_API in out and "no answer within 1.5 s" in out
     assert [r.status for r in gl.git.requests if r.method == "POST"] == [0]  # the stalled pack request, once
+
+
+def test_a_gitlab_job_without_a_repository_fetches_the_head_with_the_token_as_a_header(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base, head = upstream(tmp_path)
+    gl.add_mr(1, 8, files={"reports.py": (BASE, HEAD)}, head_sha=head, base_sha=base)
+    gl.serve_git("acme/widgets", repo)
+    project_dir = tmp_path / "builds" / "acme" / "widgets"
+    project_dir.mkdir(parents=True)  # GIT_STRATEGY: none: the job's directory holds no repository
+    cache = tmp_path / "cache"
+    for name, value in {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_API_V4_URL": gl.api_url,
+        "CI_MERGE_REQUEST_PROJECT_ID": "1",
+        "CI_MERGE_REQUEST_IID": "8",
+        "CI_COMMIT_SHA": head,
+        "CI_PROJECT_DIR": str(project_dir),
+        "CODEJURY_REPO_CACHE": str(cache),
+    }.items():
+        monkeypatch.setenv(name, value)
+    argv_log = git_logging_shim(tmp_path, monkeypatch)
+    code, out, err = gitlab_run(gl, monkeypatch, [], "--publish", use_url=False, iid=8)
+    assert code == 0, err
+    assert "S608" in out and VIA_API not in out  # the analyzers read the fetched head commit
+    assert {r.user for r in gl.git.requests if r.status == 200} == {FakeGitLab.BOT}
+    assert FakeGitLab.BOT_TOKEN not in argv_log.read_text() and FakeGitLab.BOT_TOKEN not in out + err
+    assert all(FakeGitLab.BOT_TOKEN.encode() not in f.read_bytes() for f in cache.rglob("*") if f.is_file())
+    assert not list(project_dir.iterdir())  # nothing written into the job's directory
