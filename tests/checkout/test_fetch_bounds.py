@@ -111,3 +111,19 @@ def test_a_failed_fetch_is_remembered_per_repository_and_commit(forge: FakeGitHu
         assert side.missing is None and side.root is not None and (side.root / "reports.py").is_file()
     finally:
         side.close()
+
+
+def test_a_repository_grown_past_the_cap_starts_again_for_the_next_commit(forge: FakeGitHub, tmp_path: Path) -> None:
+    repo, base, head = upstream(tmp_path)
+    forge.serve_git("octo/app", repo)
+    cache = RepoCache(tmp_path / "cache")
+    cache.head_side(remote(forge), base, ["reports.py"]).close()
+    [held] = list((tmp_path / "cache").glob("*.git"))
+    (held / "objects" / "pack" / "pack-earlier-pushes.pack").write_bytes(b"\0" * 256 * 1024)  # pushes since
+    cache.max_repo_bytes = 128 * 1024  # full: no room left for the next commit
+    side = cache.head_side(remote(forge), head, ["reports.py"])
+    try:
+        assert side.missing is None and side.root is not None and side.fetched
+    finally:
+        side.close()
+    assert git(held, "for-each-ref", "--format=%(refname)") == f"refs/codejury/fetched/{head}"  # base's went

@@ -86,10 +86,7 @@ class RepoCache:
 
     def _head_side(self, where: Path, remote: Remote, head_sha: str, paths: Sequence[str], failed: Path) -> HeadSide:
         if not (where / "HEAD").is_file():
-            shutil.rmtree(where, ignore_errors=True)
-            subprocess.run(
-                ["git", "init", "--quiet", "--bare", str(where)], check=True, capture_output=True, timeout=30
-            )
+            _init(where)
         os.utime(where)  # the least recently used go first
         git = Git(where)
         if git.resolve(head_sha) is not None:
@@ -97,7 +94,11 @@ class RepoCache:
         remembered = self._remembered(failed)
         if remembered is not None:
             return HeadSide(missing=remembered)
-        problem = self._fetch(git, remote, head_sha, _size(where))
+        held = _size(where)
+        if held >= self.max_repo_bytes:  # grown past the cap push by push: start it again for this commit
+            _init(where)
+            held = _size(where)
+        problem = self._fetch(git, remote, head_sha, held)
         if problem is not None:
             why = f"the head commit {head_sha[:12]} could not be fetched ({problem})"
             self._remember(failed, why)
@@ -181,6 +182,12 @@ def repo_cache(env: Mapping[str, str]) -> RepoCache | None:
     from codejury.models.weights import cache_root
 
     return RepoCache(cache_root() / "repos")
+
+
+def _init(where: Path) -> None:
+    """An empty bare repository at ``where`` (whatever was there removed)."""
+    shutil.rmtree(where, ignore_errors=True)
+    subprocess.run(["git", "init", "--quiet", "--bare", str(where)], check=True, capture_output=True, timeout=30)
 
 
 @contextmanager
