@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx2
 import psycopg
+import psycopg_pool
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -51,6 +52,35 @@ async def test_one_job_waits_per_merge_request_and_the_rest_are_dropped(new_pg_d
         assert await queue.submit(request(8)) == "queued"
         todo = await app.job_manager.list_jobs_async(status="todo")
         assert sorted(j.lock or "" for j in todo) == ["gitlab:a/w!7", "gitlab:a/w!8"]
+
+
+async def test_the_pool_pings_only_a_connection_the_server_ended_and_lends_a_new_one(
+    new_pg_database: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = new_pg_database()
+    await pg_queue.apply_schema(url)
+    pinged: list[object] = []
+    ping = psycopg_pool.AsyncConnectionPool.check_connection
+
+    async def counted(conn: psycopg.AsyncConnection) -> None:
+        pinged.append(conn)
+        await ping(conn)
+
+    monkeypatch.setattr(psycopg_pool.AsyncConnectionPool, "check_connection", staticmethod(counted))
+    app = pg_queue.make_app(url)
+    async with app.open_async():
+        queue = pg_queue.PostgresQueue(app)
+        assert [await queue.submit(request(n)) for n in range(1, 6)] == ["queued"] * 5
+        assert await queue.ready()
+        assert pinged == []  # quiet connections are lent without a round trip of their own
+        with psycopg.connect(url, autocommit=True) as admin:  # a restart, an idle timeout, an administrator
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        await asyncio.sleep(0.2)
+        assert await queue.submit(request(6)) == "queued"
+        assert pinged  # the ended connections were pinged, failed and were replaced
 
 
 def _statuses(url: str) -> list[str]:

@@ -15,14 +15,16 @@ could not be queued, so the forge's next attempt is not taken for a replay. Entr
 On PostgreSQL with the job queue (``codejury serve --database``), a claim is one autocommit statement
 on the queue's own connection pool, awaited on the event loop (``Statements``), rather than a hop to
 a thread and four round trips through the engine (the pool's ping, ``BEGIN``, the insert, ``COMMIT``),
-each waiting for a core while a burst of webhooks and the reviews beside it keep both busy.
+each waiting for a core while a burst of webhooks and the reviews beside it keep both busy; and
+``codejury serve`` claims a burst's deliveries together (``pg_intake``), releases and prunes through
+``forget`` and ``count_claims`` on the same pool.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, delete, select
@@ -35,6 +37,7 @@ KEEP_DAYS = 7
 MAX_ID_CHARS = 200
 _INSERT_KEYS = f"INSERT INTO {deliveries.name} (id, received_at) SELECT id, %(at)s FROM unnest(%(ids)s::text[]) AS id"
 _DELETE_KEYS = f"DELETE FROM {deliveries.name} WHERE id = ANY(%(ids)s::text[])"
+_PRUNE = f"DELETE FROM {deliveries.name} WHERE received_at < %(before)s"
 
 
 class Statements(Protocol):
@@ -80,7 +83,7 @@ def event_identity(request: ReviewRequest, payload: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def _keys(forge: str, delivery: str, event: str) -> list[str]:
+def delivery_keys(forge: str, delivery: str, event: str) -> list[str]:
     """The rows of one delivery: ``forge#event`` always, ``forge:delivery-id`` when the header was sent
     (the two spellings cannot meet: a forge's name holds neither ``#`` nor ``:``)."""
     keys = [f"{forge}#{event}"]
@@ -101,13 +104,12 @@ class Deliveries:
     async def claim(self, forge: str, delivery: str, event: str) -> bool:
         """True when the delivery is new (its keys are now recorded), False for a replay: its
         ``delivery`` header or its ``event`` (``event_identity``) was already received."""
-        keys = _keys(forge, delivery, event)
+        keys = delivery_keys(forge, delivery, event)
         if self.statements is None:
             return await in_db_thread(self.engine, lambda: self._claim(keys))
         if not await self.statements.insert_new(_INSERT_KEYS, ids=keys, at=utcnow()):
             return False  # one statement: both keys are recorded, or neither
-        if self._count(1):
-            await in_db_thread(self.engine, self._prune)
+        await self.count_claims(1)
         return True
 
     def _claim(self, keys: list[str]) -> bool:
@@ -122,7 +124,7 @@ class Deliveries:
     def claim_in(self, conn: Connection, forge: str, delivery: str, event: str) -> bool:
         """``claim`` inside the caller's transaction, for a caller that is the database's only writer (the
         embedded queue's SQLite file, written on its one thread): a replay inserts nothing."""
-        keys = _keys(forge, delivery, event)
+        keys = delivery_keys(forge, delivery, event)
         if conn.execute(select(deliveries.c.id).where(deliveries.c.id.in_(keys)).limit(1)).first() is not None:
             return False
         conn.execute(deliveries.insert().values([{"id": key, "received_at": utcnow()} for key in keys]))
@@ -139,8 +141,21 @@ class Deliveries:
         self._claimed += count
         return bool(count) and (before == 0 or before // 500 != self._claimed // 500)
 
+    async def count_claims(self, count: int) -> None:
+        """``claimed`` for a caller on the event loop (``statements`` set: one statement awaited there)."""
+        if not self._count(count):
+            return
+        if self.statements is None:
+            await in_db_thread(self.engine, self._prune)
+        else:
+            await self.statements.execute(_PRUNE, before=_oldest_kept())
+
     async def release(self, forge: str, delivery: str, event: str) -> None:
-        keys = _keys(forge, delivery, event)
+        """Forget a claimed delivery whose job could not be queued."""
+        await self.forget(delivery_keys(forge, delivery, event))
+
+    async def forget(self, keys: list[str]) -> None:
+        """Forget these keys (``delivery_keys``)."""
         if self.statements is not None:
             await self.statements.execute(_DELETE_KEYS, ids=keys)
             return
@@ -153,4 +168,8 @@ class Deliveries:
 
     def _prune(self) -> None:
         with self.engine.begin() as conn:
-            conn.execute(delete(deliveries).where(deliveries.c.received_at < utcnow() - timedelta(days=KEEP_DAYS)))
+            conn.execute(delete(deliveries).where(deliveries.c.received_at < _oldest_kept()))
+
+
+def _oldest_kept() -> datetime:
+    return utcnow() - timedelta(days=KEEP_DAYS)

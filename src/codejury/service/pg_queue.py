@@ -10,6 +10,10 @@ Every worker also looks for stalled jobs (their worker stopped sending heartbeat
 machine gone) and queues them again; when a newer job already waits for the same merge request,
 the stalled one is ended instead.
 
+``codejury serve`` takes a burst's deliveries in a few statements on this queue's pool
+(``intake`` → ``pg_intake.PostgresIntake``). The pool's connections are in autocommit, and one is
+pinged before it is lent only when the server may have ended it (``check_quiet_connection``).
+
 The schema is applied once, under an advisory lock, by whichever process starts first.
 """
 
@@ -17,13 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+import select
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal
 
 import procrastinate
 import psycopg
+import psycopg_pool
 from procrastinate.exceptions import AlreadyEnqueued, ConnectorException, UniqueViolation
-from procrastinate.jobs import Status
+from procrastinate.jobs import JobDeferrer, Status
 from procrastinate.schema import SchemaManager
 
 from codejury.errors import ConfigError
@@ -31,6 +38,10 @@ from codejury.forges.errors import ForgeUnavailable
 from codejury.service.logs import job_context
 from codejury.service.webhooks import ReviewRequest
 from codejury.telemetry.service_metrics import QueueDepth
+
+if TYPE_CHECKING:
+    from codejury.service.deliveries import Deliveries
+    from codejury.service.intake import Intake
 
 Outcome = Literal["queued", "coalesced"]
 RunJob = Callable[[ReviewRequest], Awaitable[str]]
@@ -75,9 +86,36 @@ async def _autocommit(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.set_autocommit(True)
 
 
+async def check_quiet_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """The pool's check of a connection it is about to lend, without a round trip while the connection is quiet.
+
+    A server that ends a connection (a restart, ``idle_session_timeout``, ``pg_terminate_backend``, a proxy
+    going away) sends it an error and closes it, so an idle connection with something to read is the one
+    that may be dead: that one is pinged (``AsyncConnectionPool.check_connection``, which raises and lets the
+    pool replace it). Procrastinate's own choice pings every connection it lends: one more round trip per
+    statement, which on a busy server cost as much of the serving process as the statement itself."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    if _readable(conn.fileno()):
+        await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has something to read (or was closed by its peer), without waiting."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # Windows has no poll()
+
+
+def _pool(**options: Any) -> psycopg_pool.AsyncConnectionPool[Any]:
+    return psycopg_pool.AsyncConnectionPool(**{**options, "check": check_quiet_connection})
+
+
 def make_app(url: str, *, retry_wait_s: int = 5) -> procrastinate.App:
     """The Procrastinate app on ``url`` with the review task registered (not opened)."""
-    connector = procrastinate.PsycopgConnector(conninfo=conninfo(url), configure=_autocommit)
+    connector = procrastinate.PsycopgConnector(conninfo=conninfo(url), configure=_autocommit, pool_factory=_pool)
     app = procrastinate.App(connector=connector)
     app.task(
         name=TASK_NAME,
@@ -126,14 +164,35 @@ class PostgresQueue:
     async def execute(self, query: str, **params: object) -> None:
         await self.app.connector.execute_query_async(query, **params)
 
+    def _deferrer(self, request: ReviewRequest) -> JobDeferrer:
+        """The review task with ``request``'s locks: one job runs per merge request, one waits per queueing key."""
+        return self.app.tasks[TASK_NAME].configure(lock=request.key, queueing_lock=request.queueing_key)
+
     async def submit(self, request: ReviewRequest) -> Outcome:
-        task = self.app.tasks[TASK_NAME]
         try:
-            configured = task.configure(lock=request.key, queueing_lock=request.queueing_key)
-            await configured.defer_async(request=request.to_json())
+            await self._deferrer(request).defer_async(request=request.to_json())
         except AlreadyEnqueued:
             return "coalesced"
         return "queued"
+
+    async def defer_all(self, requests: Sequence[ReviewRequest], conn: psycopg.AsyncConnection[Any]) -> None:
+        """Defer a job for each request in one statement on ``conn``; ``AlreadyEnqueued`` (and none deferred)
+        when one of their queueing locks has a job waiting."""
+        jobs = [self._deferrer(r).make_new_job(request=r.to_json()) for r in requests]
+        await self.app.job_manager.batch_defer_jobs_async(jobs, connection=conn)
+
+    def connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        """A connection of the pool (autocommit), for the statements of ``pg_intake``."""
+        connector = self.app.connector
+        assert isinstance(connector, procrastinate.PsycopgConnector)
+        return connector.pool.connection()
+
+    def intake(self, deliveries: Deliveries) -> Intake | None:
+        """How ``codejury serve`` takes deliveries with this queue: claims and jobs of a burst together
+        (``pg_intake``), when ``deliveries`` run their statements on this queue's pool; else None."""
+        from codejury.service.pg_intake import PostgresIntake
+
+        return PostgresIntake(self, deliveries) if deliveries.statements is self else None
 
     async def ready(self) -> bool:
         try:
