@@ -152,8 +152,11 @@ async def test_a_retryable_fault_fails_back_to_the_previous_generation(
     assert len(server.requests_for("security-a")) == 1 and len(server.requests_for("security-b")) == 1
     failback = [e for e in events.events if e["type"] == "model_failback"]
     assert [(e["from_model"], e["to_model"]) for e in failback] == [("gw:security-a", "gw:security-b")]
-    # each fault costs a 1 s stall at most; waiting out the reviewer's 20 s timeout would fail the reviewer
-    assert result.judged and took < limit(1.0, hung_s=20)
+    # The failback itself, timed by the server between the two requests (not the whole review, which a busy
+    # machine stretches: its first in a process imports and compiles): each fault costs a 1 s stall at most,
+    # where waiting out the reviewer's 20 s timeout would fail the reviewer.
+    [first], [second] = server.requests_for("security-a"), server.requests_for("security-b")
+    assert result.judged and second.received_at - first.received_at < limit(1.0, hung_s=20)
 
 
 @pytest.mark.parametrize(
@@ -226,13 +229,14 @@ async def test_a_silent_model_is_killed_after_the_stall_timeout_and_heartbeats_g
 
 @pytest.mark.waits
 async def test_the_reviewer_timeout_bounds_a_hung_reviewer(tmp_path: Path, server: FakeProviderServer) -> None:
-    server.script("documentation-a", [HangReply(30.0)])
-    cfg = settings(server, stall_timeout_s=60, reviewer_timeout_s=1.5)
+    # 6 s: every reviewer runs under this timeout, and a healthy one on a busy machine must still finish in it
+    server.script("documentation-a", [HangReply(60.0)])
+    cfg = settings(server, stall_timeout_s=60, reviewer_timeout_s=6)
     result, _, took = await run(tmp_path, cfg)
     doc = reviewer(result, "documentation")
-    assert doc.status == "failed" and doc.error == "timed out after 1.5s"
+    assert doc.status == "failed" and doc.error == "timed out after 6s"
     assert found_by(result) == set(REVIEWERS) - {"documentation"}
-    assert took < limit(1.5, hung_s=30)  # the timeout, not the 30 s hang
+    assert took < limit(6, hung_s=60)  # the timeout, not the 60 s hang
 
 
 async def test_no_failback_starts_inside_the_minimum_retry_window(tmp_path: Path, server: FakeProviderServer) -> None:
