@@ -17,7 +17,7 @@ import pytest
 
 from codejury.change.noise import filter_stage, unread_code
 from codejury.change.sources import GitSource
-from codejury.change.types import ChangeSet, FileChange
+from codejury.change.types import ChangeSet, FileChange, PrefetchedBase
 from codejury.findings import Review
 from codejury.testing.github import FakeGitHub
 from codejury.testing.scripted import Final, Raw
@@ -225,3 +225,24 @@ def test_a_file_a_forge_shows_without_text_is_judged_by_the_head_sides_bytes(tmp
     # without a head-side tree the forge's word stands, and a file of code it calls binary is unread
     _, unread = filter_stage(ChangeSet(files=files[:1]))
     assert [(s.path, s.reason) for s in unread_code(unread)] == [("shop/a.py", "binary file")]
+
+
+def test_a_move_a_forge_shows_without_text_is_diffed_against_its_old_text_when_the_base_side_has_it(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "head"
+    (root / "new").mkdir(parents=True)
+    (root / "new/same.py").write_text(OLD)  # a pure rename: GitHub sends no patch for one
+    (root / "new/changed.py").write_text(NEW)  # a rename with a change under the change's own -diff
+    (root / "new/unknown.py").write_text(OLD)  # its old text not at hand: every line is shown
+    files = tuple(
+        FileChange(f"new/{name}.py", f"old/{name}.py", "renamed", is_binary=True)
+        for name in ("same", "changed", "unknown")
+    )
+    base = PrefetchedBase({"old/same.py": OLD, "old/changed.py": OLD})
+    kept, skipped = filter_stage(ChangeSet(files=files, root=root, base=base))
+    assert skipped == []
+    by_path = {f.path: f for f in kept}
+    assert by_path["new/same.py"].hunks == () and not by_path["new/same.py"].is_binary
+    assert by_path["new/changed.py"].added_lines == {6, 7, 8, 9}  # the four lines the change adds, only
+    assert by_path["new/unknown.py"].added_lines == set(range(1, 6))

@@ -17,6 +17,7 @@ whole head side (``whole_file_change``), so it is reviewed like any other.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tempfile
@@ -28,9 +29,10 @@ from typing import IO
 import yaml
 
 from codejury.bounded_io import MAX_BLOB_BYTES, copy_stream
+from codejury.change.diffparse import parse_diff
 from codejury.change.git import Git
 from codejury.change.head_export import NO_LAZY_FETCH, too_large
-from codejury.change.types import DiffLine, FileChange, Hunk
+from codejury.change.types import FileChange
 
 SNIFF_BYTES = 8000
 """How far git looks for a NUL byte to call a file binary (``buffer_is_binary``)."""
@@ -155,16 +157,18 @@ _LOCK_FORMATS: dict[str, Callable[[str], object]] = {
 }
 
 
-def whole_file_change(fc: FileChange, head: str) -> FileChange:
-    """``fc`` (a file a forge or a diff file showed without its text) as a diff of its whole head side:
-    every line added, since the base side of such a change is not at hand. Lines end at ``\\n`` only, as
-    git and the analyzers count them."""
-    texts = head.split("\n")
-    if texts[-1] == "":
-        texts.pop()
-    if not texts:
-        return replace(fc, is_binary=False)
-    lines = tuple(DiffLine("+", text.removesuffix("\r"), None, n) for n, text in enumerate(texts, start=1))
-    hunk = Hunk(0, 0, 1, len(lines), "", lines)
-    patch = f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line.text}\n" for line in lines)
-    return replace(fc, hunks=(hunk,), is_binary=False, patch=patch)
+def whole_file_change(fc: FileChange, head: str, base: str | None = None) -> FileChange:
+    """``fc`` (a file a forge or a diff file showed without its text) as a text diff of ``base`` to ``head``;
+    without ``base`` (the base side of such a change is rarely at hand), every line of ``head`` is added.
+    Lines end at ``\\n`` only, as git and the analyzers count them."""
+    old = [] if base is None else _lines(base)
+    body = list(difflib.unified_diff(old, _lines(head), "a/f", "b/f", lineterm="", n=3))
+    if not body:
+        return replace(fc, hunks=(), is_binary=False, patch="")
+    [parsed] = parse_diff("diff --git a/f b/f\n" + "\n".join(body) + "\n")  # names of its own: any path parses
+    return replace(fc, hunks=parsed.hunks, is_binary=False, patch="\n".join(body[2:]) + "\n")
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if lines[-1] == "" else lines

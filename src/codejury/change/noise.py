@@ -352,8 +352,9 @@ def filter_stage(change: ChangeSet, exclude: Sequence[str] = ()) -> tuple[list[F
 def settled(fc: FileChange, change: ChangeSet) -> FileChange:
     """``fc`` as its head-side bytes say: a file shown without a text diff (``unshown``) whose bytes are text
     (no NUL byte, within ``MAX_WHOLE_FILE_BYTES``) becomes a text diff of its whole head side, every line
-    added (the base side of a forge's change is not at hand); one over that size becomes too large. Where
-    the bytes cannot be read (no head-side tree), the diff's word stands."""
+    added (the base side of a forge's change is not at hand), or, for a move whose old text the base reader
+    has, a diff against that; one over that size becomes too large. Where the bytes cannot be read (no
+    head-side tree), the diff's word stands."""
     if not unshown(fc) or change.root is None:
         return fc
     left_out = change.left_out.get(fc.path, "")
@@ -372,7 +373,16 @@ def settled(fc: FileChange, change: ChangeSet) -> FileChange:
             return replace(fc, too_large=too_large(target.stat().st_size, MAX_WHOLE_FILE_BYTES))
     except OSError:
         return fc
-    return whole_file_change(fc, data.decode("utf-8", errors="replace"))
+    return whole_file_change(fc, data.decode("utf-8", errors="replace"), _moved_from(fc, change))
+
+
+def _moved_from(fc: FileChange, change: ChangeSet) -> str | None:
+    """The base side's text of a renamed or copied file, when the change's base reader has it: a forge lists
+    a pure rename without a patch, and a diff against its old text shows nothing where nothing changed.
+    (Only for a move: a diff file's base reader reads the checkout, the head side, at an unmoved path.)"""
+    if fc.status not in ("renamed", "copied") or fc.old_path is None or change.base is None:
+        return None
+    return change.base.read_text(fc.old_path)
 
 
 def unshown(fc: FileChange) -> bool:
