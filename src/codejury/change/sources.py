@@ -211,7 +211,8 @@ def _bare_change(entry: RawEntry, why: str) -> FileChange:
     status = _STATUS.get(entry.status, "modified")
     moded = entry.old_mode != entry.new_mode
     return FileChange(
-        path=entry.path, old_path=entry.old_path, status=status, is_binary=True,
+        path=entry.path, old_path=entry.old_path if status in ("renamed", "copied") else None, status=status,
+        is_binary=True,
         old_mode=entry.old_mode if moded and status != "added" else None,
         new_mode=entry.new_mode if moded and status != "deleted" else None,
         too_large="" if why == BINARY else why,
