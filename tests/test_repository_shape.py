@@ -27,3 +27,16 @@ def test_benchmarks_import_nothing_from_the_test_suite() -> None:
         for path in sorted((ROOT / "benchmarks").glob("*.py"))
     }
     assert {name: mods for name, mods in offenders.items() if mods} == {}
+
+
+MAX_TEST_FILE_LINES = 700
+
+
+def test_no_test_file_is_over_700_lines() -> None:
+    """A test file past 700 lines holds several subjects: split it by subject (shared helpers in a module beside)."""
+    long_files = {
+        str(path.relative_to(ROOT)): n
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_TEST_FILE_LINES
+    }
+    assert long_files == {}
