@@ -176,7 +176,8 @@ def test_a_push_that_fixes_one_finding_resolves_exactly_that_thread(
     assert len(mutations) == 1  # two threads replied in and resolved: one batched GraphQL request
     assert len(gh.calls("GET", "/issues/7/comments")) == len(gh.calls("GET", "/pulls/7/comments")) == 2  # once a run
     body = summary(gh)
-    assert "1 fixed, 2 still open, 1 new" in body
+    assert "1 fixed, 1 still open, 1 new" in body  # G; C, resolved by bob (a writer), is dismissed
+    assert "dismissed: 2" in body  # B (won't fix) and C, reported again: neither counts
     state = parse_summary(body)
     assert state is not None and state.head_sha == gh.pull(7).head_sha
     assert sorted(state.findings.values()).count("fixed") == 1 and list(state.findings.values()).count("dismissed") == 1

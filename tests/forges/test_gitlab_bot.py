@@ -150,7 +150,8 @@ def test_a_push_that_fixes_one_finding_resolves_exactly_that_thread(
     created = [r for r in writes(gl.requests[before:]) if r.path.endswith("/discussions")]
     assert len(created) == 1
     body = summary(gl)["body"]
-    assert "1 fixed, 2 still open, 1 new" in body  # C, and G whose lines did not change
+    assert "1 fixed, 1 still open, 1 new" in body  # G, whose lines did not change; C, resolved by bob, is dismissed
+    assert "dismissed: 2" in body  # B (won't fix) and C, reported again: neither counts
     state = parse_summary(body)
     assert state is not None and state.head_sha == gl.diff_refs(1, 7)["head_sha"]
     assert list(state.findings.values()).count("fixed") == 1 and list(state.findings.values()).count("dismissed") == 1
@@ -179,6 +180,75 @@ def test_a_dismissed_finding_is_not_raised_again_after_another_push(
     assert run(gl, monkeypatch, [B], "--publish")[0] == 0
     assert [r for r in writes(gl.requests[before:]) if r.path.endswith("/discussions")] == []
     assert len(threads(gl)) == 1
+
+
+# -- a writer's dismissal no longer counts toward the verdict -----------------------------------------------
+CRITICAL = model_finding("app.py", 5, "Remote code execution", severity="critical", category="injection")
+SAME_AS_WARNING = {**CRITICAL, "severity": "warning"}
+LATER = NEW.replace("line 25x\n", "line 25y\n")  # a push that leaves line 5 as it was
+
+
+def _verdict(gl: FakeGitLab) -> str:
+    state = parse_summary(summary(gl)["body"])
+    assert state is not None
+    return state.verdict
+
+
+def test_a_writers_wont_fix_on_a_critical_reported_again_stops_blocking(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(gl, monkeypatch, [CRITICAL], "--publish")[0] == 0
+    assert (_verdict(gl), gl.approvals(1, 7)) == ("requested_changes", [])
+    gl.add_reply(1, 7, threads(gl)[5]["id"], "won't fix: only admins reach this form", author="bob")
+    gl.push(1, 7, files={"app.py": (OLD, LATER)})
+    before = len(gl.requests)
+    code, out, err = run(gl, monkeypatch, [CRITICAL], "--publish", "--format", "json")
+    assert code == 0, err
+    review = json.loads(out)
+    assert review["findings"] == [] and review["dropped_findings"] == {"dismissed": 1}
+    assert (_verdict(gl), gl.approvals(1, 7)) == ("approved", [FakeGitLab.BOT])
+    assert "dismissed: 1" in summary(gl)["body"]
+    assert [r for r in writes(gl.requests[before:]) if r.path.endswith("/discussions")] == []
+
+
+def test_a_thread_a_writer_resolved_stops_counting_unless_the_finding_got_worse(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(gl, monkeypatch, [CRITICAL], "--publish")[0] == 0
+    asyncio.run(_resolve_as_bob(gl, threads(gl)[5]["id"]))
+    gl.push(1, 7, files={"app.py": (OLD, LATER)})
+    assert run(gl, monkeypatch, [CRITICAL], "--publish")[0] == 0
+    assert (_verdict(gl), gl.approvals(1, 7)) == ("approved", [FakeGitLab.BOT])
+    assert "dismissed: 1" in summary(gl)["body"]
+
+
+def test_a_warning_a_writer_resolved_comes_back_as_a_critical(gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run(gl, monkeypatch, [SAME_AS_WARNING], "--publish")[0] == 0
+    asyncio.run(_resolve_as_bob(gl, threads(gl)[5]["id"]))
+    gl.push(1, 7, files={"app.py": (OLD, LATER)})
+    assert run(gl, monkeypatch, [CRITICAL], "--publish")[0] == 0  # materially worse: counted and raised again
+    assert (_verdict(gl), gl.approvals(1, 7)) == ("requested_changes", [])
+    fresh = [d for d in gl.discussions(1, 7) if not resolved(d) and parse_finding(d["notes"][0]["body"])]
+    assert len(fresh) == 1
+
+
+def test_a_thread_its_author_resolved_without_write_access_still_counts(
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gl.add_mr(1, 8, files={"app.py": (OLD, NEW)}, author="rita")  # a reporter's merge request
+
+    async def resolve_as_rita() -> None:
+        [d] = [d for d in gl.discussions(1, 8) if parse_finding(d["notes"][0]["body"])]
+        async with GitLabAPI(gl.api_url, FakeGitLab.REPORTER_TOKEN) as api:
+            await api.resolve_discussion(1, 8, d["id"])
+
+    assert run(gl, monkeypatch, [CRITICAL], "--publish", iid=8)[0] == 0
+    asyncio.run(resolve_as_rita())
+    code, out, err = run(gl, monkeypatch, [CRITICAL], "--publish", "--format", "json", iid=8)
+    assert code == 0, err
+    review = json.loads(out)
+    assert review["verdict"] == "requested_changes" and "dismissed" not in review["dropped_findings"]
+    assert gl.approvals(1, 8) == []
 
 
 def test_a_reporters_wont_fix_does_not_dismiss(gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,6 +89,13 @@ class PriorFinding:
     title: str
     why: str = ""
     """For a dismissed finding: how (a reply, a human resolved its thread)."""
+    fingerprint: str = ""
+    """Its thread's fingerprint (``unique_fingerprints``), when the earlier review is read back from a forge."""
+
+
+RESOLVED_BY_WRITER = "resolved by a person with write access"
+"""A ``PriorFinding.why``: its thread was resolved by someone the forge names, who has write access (a dismissal,
+as a ``won't fix`` reply is); "resolved by a human" is one resolved by someone without it, or not named."""
 
 
 @dataclass(frozen=True)

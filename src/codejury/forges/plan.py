@@ -56,6 +56,8 @@ class PreviousThread:
     end_line: int
     resolved: bool = False
     resolved_by_human: bool = False
+    resolved_by_writer: bool = False
+    """Resolved by a person the forge names, who has write access: a dismissal, as a ``won't fix`` reply is."""
     replies: tuple[Reply, ...] = ()
     title: str = ""
     """The finding's title as the bot's comment shows it (``finding_title``), for re-review context."""

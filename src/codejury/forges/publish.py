@@ -40,7 +40,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from codejury.change.types import FileChange, PreviousReview, PriorFinding
+from codejury.change.types import RESOLVED_BY_WRITER, FileChange, PreviousReview, PriorFinding
 from codejury.findings import SEVERITY_RANK, Disagreement, Finding, ReplyVerdict, Review
 from codejury.fingerprint import unique_fingerprints
 from codejury.forges.markers import FindingStatus, SummaryState, finding_marker, with_marker
@@ -329,10 +329,10 @@ def previous_review(previous: PreviousState, changed_since: Sequence[str] | None
     """What reviewers are told about the bot's earlier review (None when there was none).
 
     Still open: the bot's open threads whose finding is not fixed or dismissed. Dismissed: a
-    "won't fix" reply from someone with write access, a thread a human resolved, or the status
-    the summary remembers. One entry per fingerprint; open findings without a thread (listed in
-    the summary only) are counted. ``changed_since`` is None when the last reviewed commit is
-    unknown or unreachable.
+    "won't fix" reply from someone with write access, a thread a human resolved (``RESOLVED_BY_WRITER``
+    when the forge names a resolver with write access), or the status the summary remembers. One entry
+    per fingerprint, with it; open findings without a thread (listed in the summary only) are counted.
+    ``changed_since`` is None when the last reviewed commit is unknown or unreachable.
     """
     if previous.state is None and not previous.threads:
         return None
@@ -345,9 +345,15 @@ def previous_review(previous: PreviousState, changed_since: Sequence[str] | None
         who = thread.dismissed_by()
         if who or status.get(fp) == "dismissed" or thread.resolved_by_human:
             why = (
-                f"reply by {who}" if who else "resolved by a human" if thread.resolved_by_human else "dismissed earlier"
+                f"reply by {who}"
+                if who
+                else RESOLVED_BY_WRITER
+                if thread.resolved_by_writer
+                else "resolved by a human"
+                if thread.resolved_by_human
+                else "dismissed earlier"
             )
-            item = PriorFinding(thread.path, thread.start_line, thread.end_line, severity, thread.title, why)
+            item = PriorFinding(thread.path, thread.start_line, thread.end_line, severity, thread.title, why, fp)
             dismissed.setdefault(fp, item)
         elif not thread.resolved and status.get(fp, "open") == "open":
             still_open[fp] = PriorFinding(thread.path, thread.start_line, thread.end_line, severity, thread.title)

@@ -15,9 +15,12 @@ execution, disabled TLS verification, unsafe deserialisation: every hit whose ow
   leaves it unconfirmed, and held as well;
 - a held finding withholds approval (the verdict is at least ``significant_concerns``) until a
   person with write access dismisses it as any finding is dismissed: a ``won't fix`` reply, a
-  dispute the coordinator accepts, or break glass.
+  thread they resolved, a dispute the coordinator accepts, or break glass.
 
 A hit of any other domain keeps the ordinary rule: a model may reject a lint-grade hit.
+
+Whatever backs it, a finding such a person dismissed and a model reports again leaves the review's findings
+(``release_dismissed``: a ``finding_dropped`` event counted as ``dismissed``), unless it got more severe since.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codejury.analyzers.domains import domain_for
-from codejury.change.types import PreviousReview
+from codejury.change.types import RESOLVED_BY_WRITER, PreviousReview
 from codejury.evidence import Evidence
 from codejury.findings import SEVERITY_RANK, Disagreement, Finding, ReplyVerdict
-from codejury.fingerprint import fingerprint, normalise_title
+from codejury.fingerprint import fingerprint, normalise_title, unique_fingerprints
 from codejury.locations import overlaps
 
 HOLD_NOTE = (
@@ -36,12 +39,13 @@ HOLD_NOTE = (
     "it withholds approval until a person with write access dismisses it: reply `won't fix`, dispute "
     "it, or break glass.)"
 )
-DISMISSED = "security hit dismissed by a person"
-"""The ``dropped_findings`` reason of a held finding a person dismissed."""
-_DISMISSED_BY = ("reply by ", "dismissed earlier")
+DISMISSED = "dismissed"
+"""The ``dropped_findings`` reason of a finding a person with write access dismissed (``release_dismissed``)."""
+_DISMISSED_BY = ("reply by ", "dismissed earlier", RESOLVED_BY_WRITER)
 """How an earlier review says a finding was dismissed by a person with write access (``forges.publish``):
-a ``won't fix`` reply, or a status the bot's summary remembers (a reply, an accepted dispute). A thread
-merely resolved by someone (the change's author may resolve threads) is not one of them."""
+a ``won't fix`` reply, a status the bot's summary remembers (a reply, an accepted dispute), or a thread resolved
+by someone the forge names who has write access. A thread resolved by anyone else (the change's author may
+resolve threads without write access) or by someone the forge does not name is not one of them."""
 
 
 def is_security(hit: Evidence) -> bool:
@@ -107,26 +111,26 @@ def release_dismissed(
     disputes: Sequence[Disagreement] = (),
     replies: Sequence[ReplyVerdict] = (),
 ) -> tuple[list[Finding], list[Finding]]:
-    """The findings without the held ones a person with write access dismissed, and those.
+    """The findings without those a person with write access dismissed, and those (held or not).
 
-    Dismissed: an earlier review's ``won't fix`` reply (or a dismissal the bot's summary remembers) on a
-    finding of the same path and title, unless it is more severe now; or a dispute of it that the
-    coordinator accepted in this review.
+    Dismissed: an earlier review's ``won't fix`` reply, a dismissal the bot's summary remembers, or a thread such
+    a person resolved, on a finding of the same fingerprint (of the same path and title when the earlier review
+    names none), unless it is more severe now ("respected unless materially worse"); or a dispute of it that the
+    coordinator accepted in this review. What the forge no longer shows no longer counts toward the verdict.
     """
     accepted = {d.thread_id: d.fingerprint for d in disputes}
     resolved = {accepted[r.thread_id] for r in replies if r.decision == "resolve" and r.thread_id in accepted}
     earlier = [p for p in (previous.dismissed if previous else ()) if p.why.startswith(_DISMISSED_BY)]
     kept: list[Finding] = []
     released: list[Finding] = []
-    for f in findings:
+    for f, fp in zip(findings, unique_fingerprints(findings), strict=True):
         title = normalise_title(f.title)
-        by_reply = any(
-            p.path == f.path
-            and normalise_title(p.title) == title
+        by_person = any(
+            (p.fingerprint == fp if p.fingerprint else p.path == f.path and normalise_title(p.title) == title)
             and SEVERITY_RANK.get(p.severity, 0) >= SEVERITY_RANK.get(f.severity, 0)
             for p in earlier
         )
-        if f.withholds_approval and (by_reply or fingerprint(f) in resolved):
+        if by_person or fp in resolved or fingerprint(f) in resolved:
             released.append(f)
             continue
         kept.append(f)

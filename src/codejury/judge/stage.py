@@ -100,7 +100,7 @@ def evidence_judgement(
     run: ReviewRun, models: ReviewModels, panel: PanelResult, evidence: Sequence[Evidence]
 ) -> Judgement:
     """The judgement of a review in which no reviewer answered: every analyzer hit published unchecked
-    (``grounding.evidence_alone``), unjudged, never an approval. A held hit a person dismissed stays dismissed."""
+    (``grounding.evidence_alone``), unjudged, never an approval. A hit a person dismissed stays dismissed."""
     grounded = evidence_alone(run, models, evidence)
     spec = run.selection.models.get("coordinator")
     coordinator_report = ReviewerReport(name="coordinator", model=spec or "-", status="skipped")

@@ -365,6 +365,7 @@ class GitHubPullRequest(ForgeAdapter):
         )
         by_bot = None if thread.resolved_by is None else same_login(thread.resolved_by, self.me)
         by_human = resolved_by_human(thread.is_resolved, by_bot, replies)
+        by_writer = thread.is_resolved and by_bot is False and await self._can_write(thread.resolved_by or "")
         return PreviousThread(
             id=thread.id,
             key=key,
@@ -373,6 +374,7 @@ class GitHubPullRequest(ForgeAdapter):
             end_line=end,
             resolved=thread.is_resolved,
             resolved_by_human=by_human,
+            resolved_by_writer=by_writer,
             replies=tuple(replies),
             title=title,
         )

@@ -286,6 +286,7 @@ class GitLabMergeRequest(ForgeAdapter):
         )
         by = discussion.resolved_by
         by_bot = None if by is None else by.id == self.me.id
+        by_writer = discussion.resolved and by is not None and not by_bot and await self._can_write(by)
         return PreviousThread(
             id=discussion.id,
             key=key,
@@ -294,6 +295,7 @@ class GitLabMergeRequest(ForgeAdapter):
             end_line=end,
             resolved=discussion.resolved,
             resolved_by_human=resolved_by_human(discussion.resolved, by_bot, replies),
+            resolved_by_writer=by_writer,
             replies=tuple(replies),
             title=finding_title(first.body),
         )
