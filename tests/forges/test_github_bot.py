@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import Iterator, Sequence
@@ -12,6 +13,7 @@ import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.errors import InputError
+from codejury.findings import Finding, Review, ReviewerReport
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github import target_from_env, target_from_url
 from codejury.forges.github.api import GitHubAPI
@@ -393,6 +395,35 @@ def test_no_reviewer_succeeding_posts_a_failure_note_dismisses_the_approval_and_
     assert "Review failed" in body and check_published(body) == []
     latest = max(gh.check_runs(), key=lambda c: c.id)
     assert (latest.conclusion, latest.title) == ("failure", "not reviewed")
+
+
+def test_a_partial_review_leaves_the_earlier_threads_as_they_are_and_says_partial(
+    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(gh, monkeypatch, [A], "--publish")[0] == 0
+    gh.push(7, {"app.py": (OLD, FIXED)})  # line 5 rewritten: a model that no longer reported A would call it fixed
+    hit = Finding(
+        id="h1", reviewer="code_quality", category="F841", severity="warning", path="app.py", start_line=15,
+        end_line=15, title="Local variable is assigned to but never used", body="ruff F841.",
+        confidence=1.0, evidence=["ruff:F841"], advisory=True,
+    )  # fmt: skip
+    failed = ReviewerReport(name="generalist", model="scripted:reviewer", status="failed", error="timed out")
+    partial = Review(
+        verdict="significant_concerns", tier="lite", summary="", findings=[hit], reviewers=[failed], judged=False
+    )
+    env = {"GITHUB_TOKEN": ACTIONS, "CODEJURY_GITHUB_URL": gh.api_url}
+
+    async def publish() -> None:
+        async with github_mod.GitHubPullRequest(target_from_url(pr_url(gh), env), env=env) as bot:
+            change, previous = await bot.load_change(), await bot.load_previous()
+            await bot.publish_review(partial, change.files, previous, fail_on="never", approve=True, max_inline=20)
+
+    asyncio.run(publish())
+    threads = bot_threads(gh)
+    assert not threads[5].is_resolved and len(threads[5].comments) == 1  # no model looked: not "fixed"
+    assert "Fixed in" not in summary(gh) and "0 fixed, 1 still open, 1 new" in summary(gh)
+    latest = max(gh.check_runs(), key=lambda c: c.id)
+    assert (latest.conclusion, latest.title) == ("failure", "partial: no reviewer succeeded: 1 warning")
 
 
 # -- hostile text ------------------------------------------------------------------------------------

@@ -100,6 +100,10 @@ def test_github_inline_comments_and_summary_show_each_findings_grounds(gh: FakeG
     assert ALONE in bodies[25] and "checked" not in bodies[25]
     assert all(check_published(b) == [] for b in bodies.values())
     assert_summary_grounds(summary(gh))
+    check = max(gh.check_runs(), key=lambda c: c.id)  # the check run's annotations, in the threads' words
+    notes = {a["start_line"]: a["message"] for a in check.annotations}
+    assert notes[5] == f"Why it matters.\n\n{RUFF}"
+    assert notes[15].endswith(CHECKED) and notes[25].endswith(ALONE) and notes[30].endswith(ALONE)
 
 
 def test_gitlab_inline_comments_and_summary_show_each_findings_grounds(gl: FakeGitLab) -> None:  # noqa: F811

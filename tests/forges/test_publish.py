@@ -113,6 +113,22 @@ def test_not_reported_on_unchanged_lines_stays_open_and_changed_lines_are_fixed(
     assert "1 fixed, 1 still open, 0 new" in p.summary
 
 
+def test_a_partial_review_resolves_no_earlier_thread_as_fixed() -> None:
+    """No reviewer answered, an analyzer hit published alone: a model finding not reported again is not a fix."""
+    model_said, hit = finding(30, "Fixed?"), finding(5, "Unused variable", evidence=["ruff:F841"])
+    wont_fix = finding(6, "Name is unclear", severity="suggestion")
+    threads = (
+        thread_for(model_said, "line 30 before the push"),
+        thread_for(wont_fix, "line 6", replies=(Reply("alice", "won't fix", can_write=True),)),
+    )
+    prev = PreviousState(summary_id=1, state=state(model_said, wont_fix), threads=threads)
+    failed = ReviewerReport(name="generalist", model="m", status="failed", error="timed out")
+    p = plan(review(hit, verdict="significant_concerns", judged=False, reviewers=[failed]), prev)
+    assert [(u.thread_id, u.reason) for u in p.resolve] == [("t6", "dismissed")]  # a person's word still acts
+    assert p.kept == ("t30",) and p.state.findings[fingerprint(model_said)] == "open"
+    assert "0 fixed, 1 still open, 1 new" in p.summary and "Fixed:" not in p.summary
+
+
 def test_a_file_that_left_the_diff_fixes_its_threads() -> None:
     f = finding(5)
     other = parse_diff(unified_diff("other.py", "a\n", "b\n"))

@@ -16,7 +16,8 @@ commented lines) lets it see whether those lines changed, wherever they moved. T
 - reported again → the thread is kept, never posted twice;
 - not reported, and the commented lines changed or the file left the diff → fixed: resolved
   with a note; not reported but the lines are unchanged → it stays open (a reviewer missing
-  it this time is not a fix);
+  it this time is not a fix); in a partial review (no reviewer answered, only the analyzers'
+  hits published) every thread not reported again stays as it is: no model looked;
 - resolved by a human → left alone, unless the finding is now more severe (a new thread);
 - a human with write access replied "won't fix" / "wontfix" / "acknowledged" / "ack" →
   dismissed: resolved, remembered in the summary's state, not raised again unless worse.
@@ -157,6 +158,8 @@ class _Tally:
     kept: list[str] = field(default_factory=list)
     fixed: list[PreviousThread] = field(default_factory=list)
     lingering: list[PreviousThread] = field(default_factory=list)
+    unread: list[PreviousThread] = field(default_factory=list)
+    """Open threads of a review no reviewer answered: left as they are, since no model looked."""
     dismissed: dict[str, str] = field(default_factory=dict)  # fingerprint -> who
 
 
@@ -166,6 +169,8 @@ def _review_threads(
     previous: PreviousState,
     head_sha: str,
     replies: Sequence[ReplyVerdict] = (),
+    *,
+    looked: bool = True,
 ) -> _Tally:
     tally = _Tally(statuses=dict(previous.state.findings) if previous.state else {})
     by_fp: dict[str, list[PreviousThread]] = {}
@@ -201,6 +206,11 @@ def _review_threads(
         if finding is not None:
             tally.kept += [t.id for t in threads]
             continue
+        if not looked:  # no model read the change: a finding not reported again is not a fix
+            unread = [t for t in threads if not t.resolved]
+            tally.kept += [t.id for t in unread]
+            tally.unread += unread
+            continue
         for thread in threads:
             if thread.resolved:
                 continue
@@ -232,7 +242,7 @@ def plan_publish(
     fps = unique_fingerprints(review.findings)
     current = dict(zip(fps, review.findings, strict=True))
     prev_status = dict(previous.state.findings) if previous.state else {}
-    tally = _review_threads(current, by_path, previous, options.head_sha, review.replies)
+    tally = _review_threads(current, by_path, previous, options.head_sha, review.replies, looked=_succeeded(review))
     inline_candidates: list[tuple[str, Finding, tuple[int, int]]] = []
     summary_only: list[tuple[Finding, str]] = []
     shown: list[tuple[str, Finding]] = []
@@ -259,7 +269,7 @@ def plan_publish(
             summary_only.append((finding, reason))
         else:
             inline_candidates.append((fp, finding, spot))
-    still_open += len(tally.lingering)
+    still_open += len(tally.lingering) + len(tally.unread)
     inline_candidates.sort(key=lambda c: (-_rank(c[1].severity), -c[1].confidence, c[1].path, c[1].start_line))
     limit = max(0, options.max_inline)
     summary_only += [(f, f"over the cap of {limit} inline comments") for _, f, _ in inline_candidates[limit:]]

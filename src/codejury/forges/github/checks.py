@@ -2,9 +2,11 @@
 
 Never a success for a review that did not complete: nothing reviewed (verdict ``not_reviewed``:
 every file skipped) → neutral, or failure when ``--fail-on`` says so; no reviewer succeeded →
-failure ("not reviewed"); ``--fail-on`` triggered → failure; unjudged → neutral; an approval
-withheld (``Review.approval_withheld``: what the review could not read, and why) → neutral, its
-reasons in the check's summary. Each open finding is an annotation at its lines.
+failure, "partial: no reviewer succeeded" when the analyzers' hits were published unchecked,
+"not reviewed" when there was nothing to publish (``failed_report``); ``--fail-on`` triggered →
+failure; unjudged → neutral; an approval withheld (``Review.approval_withheld``: what the review
+could not read, and why) → neutral, its reasons in the check's summary. Each open finding is an
+annotation at its lines, with its grounds as the inline comments word them.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from codejury.forges.github.types import Annotation, AnnotationLevel
 from codejury.forges.plan import PublishPlan
 from codejury.forges.safety import checked, inline_code, safe_line
 from codejury.judge.verdict import should_fail
+from codejury.render import grounding_note
 from codejury.render.markdown import VERDICT_HEADLINES
 
 CHECK_NAME = "codejury"
 _LEVELS: dict[str, AnnotationLevel] = {"critical": "failure", "warning": "warning", "suggestion": "notice"}
+PARTIAL = "partial: no reviewer succeeded"
+"""The title's head of a partial review: no reviewer answered, the analyzers' hits were published unchecked."""
+_MESSAGE_LIMIT = 4000
 CheckReport = tuple[str, str, str, list[Annotation]]
 """``(conclusion, title, summary, annotations)``."""
 
@@ -46,8 +52,8 @@ def check_conclusion(outcome: Outcome) -> tuple[str, str]:
         if review.refused is not None:
             return conclusion, f"not reviewed: {review.refused}"[:200]
         return conclusion, f"not reviewed: {len(review.skipped_files)} file(s) skipped, no model looked at the change"
-    if not any(r.status == "ok" for r in review.reviewers):
-        return "failure", "not reviewed"
+    if not any(r.status == "ok" for r in review.reviewers):  # the analyzers' hits alone, unchecked: never success
+        return "failure", f"{PARTIAL}: {tally}"
     if should_fail(review, outcome.fail_on):  # type: ignore[arg-type]
         return "failure", f"{headline}: {tally}"
     if not review.judged:
@@ -88,11 +94,14 @@ def open_findings(outcome: Outcome, plan: PublishPlan) -> list[Finding]:
 
 
 def _annotation(finding: Finding) -> Annotation:
+    """The finding at its lines, its grounds last in the inline comments' words (``Grounds: ruff S608``)."""
+    grounds = safe_line(grounding_note(finding))[: _MESSAGE_LIMIT // 2]
+    text = safe_line(finding.body or finding.title)[: _MESSAGE_LIMIT - len(grounds) - 2]
     return Annotation(
         path=finding.path,
         start_line=max(1, finding.start_line),
         end_line=max(finding.start_line, finding.end_line, 1),
         level=_LEVELS.get(finding.severity, "notice"),
-        message=safe_line(finding.body or finding.title)[:4000],
+        message=f"{text}\n\n{grounds}",
         title=safe_line(finding.title)[:255],
     )
