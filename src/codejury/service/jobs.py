@@ -14,12 +14,12 @@ against the configured forges again (``refused_url``): a job queued by an older 
 written into the PostgreSQL queue by anyone, never sends a token to another host.
 
 Outcomes: ``ForgeUnavailable`` (429, 5xx, network, after the client's own retries) propagates,
-so the queue retries the job later with backoff; a review that failed (no reviewer succeeded:
-the failure note is posted) or a refusal (bad token, a merge request with no changes) ends the
-job, logged in one line; anything else is a bug and propagates too. Each job that does not end
-in a published review is counted by reason class in ``codejury_review_job_failures_total``
-(``codejury.telemetry.service_metrics``), in the process that ran it; the lines a job writes carry
-its key (``codejury.service.logs.job_context``).
+so the queue retries the job later with backoff; a review that failed (no reviewer succeeded: the
+analyzers' hits are posted as a partial review, or the failure note when there are none) or a
+refusal (bad token, a merge request with no changes) ends the job, logged in one line; anything
+else is a bug and propagates too. Each job that does not end in a published review is counted by
+reason class in ``codejury_review_job_failures_total`` (``codejury.telemetry.service_metrics``), in
+the process that ran it; the lines a job writes carry its key (``codejury.service.logs.job_context``).
 """
 
 from __future__ import annotations
@@ -186,6 +186,8 @@ class JobRunner:
                 return f"nothing to do: {exc}"
             except ReviewFailed as exc:
                 self._failed("review_failed")
+                if exc.partial is not None:
+                    return f"review failed, partial review posted: {exc}"
                 return f"review failed, failure note posted: {exc}"
             except InternalError:
                 raise
