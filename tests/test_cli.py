@@ -353,6 +353,7 @@ def test_a_review_prints_a_line_per_stage_on_stderr_and_only_the_review_on_stdou
             f'[providers.gw]\nbase_url = "{server.openai_base_url}"\napi_key_env = "GW_KEY"\n'
             '[models]\ntop = "gw:big"\nstandard = "gw:mid"\nlight = "gw:small"\n'
             '[reviewers.security]\nmodel = "gw:sec"\n'
+            + "".join(f'[prices."gw:{m}"]\ninput = 1.0\noutput = 1.0\n' for m in ("big", "mid", "sec", "small"))
         )
         diff = tmp_path / "change.diff"
         diff.write_text(unified_diff("app/auth/users.py", AUTH_OLD, AUTH_NEW))

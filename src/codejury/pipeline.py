@@ -31,6 +31,7 @@ from codejury.judge.naive import naive_stage
 from codejury.judge.stage import evidence_judgement, judge_stage
 from codejury.judge.verdict import not_reviewed_stage, refused_stage, verdict_stage
 from codejury.lifecycle import assemble, run_bootstrap, run_configure, run_post_configure
+from codejury.models.budget import say_unpriced
 from codejury.models.selection import (
     ReviewModels,
     board_for,
@@ -129,9 +130,8 @@ async def _reviewed(run: ReviewRun) -> Review:
 
 async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
     models = _models(run)
-    unpriced = models.budget.unpriced(models.callable_specs) if models.budget is not None else None
-    if unpriced is not None:  # such a model counts as free: --max-cost cannot stop it
-        run.options.warn(unpriced)
+    # A model with no known price counts as $0: said in the notes, warned once per process, and no spend cap counts it.
+    unpriced = say_unpriced(run.prices, models.callable_specs, run.settings, run.options.warn, run.events.emit)
     known = len(run.change.left_out)  # start() warned about these; the tools add what they cannot read
     with _breaker_events(run, models):
         async with _routing_refreshed(run, models) as routing_notes:

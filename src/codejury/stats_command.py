@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from codejury.config import Settings
     from codejury.record.store import Store
 
 STATS_FORMATS = ("markdown", "terminal", "json")
@@ -92,7 +93,7 @@ def open_reader(store: str | None, env: dict[str, str], *, on_service: str) -> S
 
 
 def _stats(since: str, repository: str | None, fmt: str | None, store: str | None, env: dict[str, str]) -> str:
-    from codejury.record.stats import compute_stats, parse_since
+    from codejury.record.stats import compute_stats, mark_unpriced, parse_since
     from codejury.record.stats_render import RENDERERS, render_stats_terminal
 
     bound = parse_since(since)
@@ -102,14 +103,28 @@ def _stats(since: str, repository: str | None, fmt: str | None, store: str | Non
             stats = compute_stats(conn, since=bound, repository=repository, store=reader.shown)
     finally:
         reader.close()
+    stats = mark_unpriced(stats, _priced(env, Path.cwd()))
     chosen = fmt or ("terminal" if sys.stdout.isatty() else "markdown")
     if chosen == "terminal":
         return render_stats_terminal(stats, color=sys.stdout.isatty())
     return RENDERERS[chosen](stats)
 
 
+def _priced(env: dict[str, str], cwd: Path) -> Callable[[str], bool]:
+    """Whether a model has a known price here: the ``[prices]`` configured here, genai-prices' data, or free by
+    design (the embedded model, a local server, the scripted test models)."""
+    from codejury.models.selection import price_table
+
+    return price_table(configured_settings(env, cwd)).is_known
+
+
 def configured_url(env: dict[str, str], cwd: Path) -> str | None:
     """``record.url`` as ``codejury review`` in ``cwd`` would see it: its config files, then the environment."""
+    return configured_settings(env, cwd).record_url
+
+
+def configured_settings(env: dict[str, str], cwd: Path) -> Settings:
+    """The settings ``codejury review`` in ``cwd`` would start from: its config files, then the environment."""
     from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
     from codejury.config import Settings, apply_environment, merge_file_table, read_config_text
     from codejury.errors import ConfigError
@@ -122,4 +137,4 @@ def configured_url(env: dict[str, str], cwd: Path) -> str | None:
             data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
             table, prefix = read_config_text(name, data.decode("utf-8", "replace"))
             settings = merge_file_table(settings, table, name, prefix=prefix)
-    return apply_environment(settings, env).record_url
+    return apply_environment(settings, env)

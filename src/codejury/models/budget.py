@@ -9,9 +9,10 @@ later request is refused, both with ``CostCeilingReached``. Each running agent t
 with that reason as its error (its usage so far is kept), and the first time, one ``cost_ceiling``
 event goes to the event log. A review that reached its ceiling is partial: it is never approved.
 
-A model with no known price (not in the built-in table nor in ``[prices]``, and not served locally)
-counts as $0, so a ceiling cannot stop it: ``unpriced`` names those of a review's models, which the
-review says once on stderr and once in its notes.
+A model with no known price (not in ``[prices]`` nor in genai-prices' data, and not free by design:
+``models.pricing``) counts as $0, so no spend cap can count it: ``say_unpriced`` names those of a review's
+models in its notes, warns once per process, and says which caps (this ceiling, ``[limits]``' daily spend
+caps) cannot count them.
 
 The routing document's kill switch, turned on while a review runs, stops the model calls the same
 way (``halt``): a review without a ceiling still gets a budget (of no ceiling) when it reads a
@@ -28,10 +29,11 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
+from codejury.config import Settings
 from codejury.errors import CodejuryError
 from codejury.findings import Usage
 from codejury.models.hooked import HookedModel
-from codejury.models.pricing import PriceTable
+from codejury.models.pricing import PriceTable, unpriced_line, warn_unpriced
 from codejury.resilience import AgentWatch
 
 EventSink = Callable[..., None]
@@ -65,22 +67,6 @@ class CostBudget:
         if self._halted is not None or self.ceiling_usd is None:
             return self._halted or "model calls stopped"
         return f"cost ceiling reached: {_usd(self.spent_usd)} spent of the {_usd(self.ceiling_usd)} ceiling"
-
-    def unpriced(self, specs: Iterable[str]) -> str | None:
-        """Under a ceiling, one line naming those of ``specs`` that have no known price (their calls count as
-        $0, so the ceiling cannot stop them), with a ``model_unpriced`` event; None when all are priced or
-        there is no ceiling."""
-        missing = sorted({s for s in specs if not self.prices.is_known(s)})
-        if self.ceiling_usd is None or not missing:
-            return None
-        if self._on_event is not None:
-            self._on_event("model_unpriced", models=missing, ceiling_usd=self.ceiling_usd)
-        names = ", ".join(missing)
-        them = "its calls count" if len(missing) == 1 else "their calls count"
-        return (
-            f"no known price for {names}: {them} as $0, so the {_usd(self.ceiling_usd)} cost ceiling cannot stop "
-            'them (set [prices."provider:model"])'
-        )
 
     def halt(self, reason: str) -> None:
         """Stop every model call now, for ``reason`` (a request waiting on a provider is abandoned)."""
@@ -166,3 +152,28 @@ class MeteredModel(HookedModel):
 def _usd(amount: float) -> str:
     """``$0.5012``; amounts under a cent keep six decimals (``$0.000002``)."""
     return f"${amount:,.4f}" if amount >= 0.01 else f"${amount:.6f}"
+
+
+def spend_caps(settings: Settings) -> list[str]:
+    """The spend caps ``settings`` set, in words: this review's ceiling and ``[limits]``' daily spend caps."""
+    caps = [] if settings.max_cost_usd is None else [f"the {_usd(settings.max_cost_usd)} cost ceiling"]
+    if (usd := settings.limits.spend_per_day_usd) is not None:
+        caps.append(f"the ${usd:,.2f} daily spend cap")
+    if (usd := settings.limits.spend_per_day_per_repository_usd) is not None:
+        caps.append(f"the ${usd:,.2f} daily spend cap per repository")
+    return caps
+
+
+def say_unpriced(
+    prices: PriceTable, specs: Iterable[str], settings: Settings, warn: Callable[[str], None], on_event: EventSink
+) -> str | None:
+    """Before the models are called: the line naming those of ``specs`` that have no known price (and the
+    spend caps that cannot count them), for the review's notes, with a ``model_unpriced`` event; warned once
+    per process (``warn_unpriced``). None when every model is priced."""
+    missing = prices.unpriced(specs)
+    if not missing:
+        return None
+    caps = spend_caps(settings)
+    on_event("model_unpriced", models=missing, ceiling_usd=settings.max_cost_usd, caps=caps)
+    warn_unpriced(missing, caps, warn)
+    return unpriced_line(missing, caps)

@@ -1,33 +1,63 @@
-"""What tokens cost: a price table per model string, and usage from a pydantic-ai run.
+"""What tokens cost: each model string's price, and usage from a pydantic-ai run.
 
-Prices are USD per million tokens. A model string is priced by, in order: the user's
-overrides (config ``[prices]``), then the built-in table; both match the exact string
-first, then the longest key that is a prefix of it at a ``-`` boundary, so a dated name
-(``anthropic:claude-sonnet-4-5-20250929``) gets its family's price. Models served on the
-user's own machine (``local:``, ``ollama:``, ...) cost nothing; anything else unknown
-costs 0.0 and ``is_known`` says so, so a report can show "cost unknown" instead of lying.
+Prices are USD per million tokens. A model string (``provider:model``) is priced by, in order:
+
+1. the user's overrides (config ``[prices]``): the exact string first, then the longest key that is a
+   prefix of it at a ``-`` boundary, so ``anthropic:claude-sonnet-4-5`` prices the dated
+   ``anthropic:claude-sonnet-4-5-20250929``;
+2. free by design: models served on the user's own machine (``local:``, ``ollama:``, ...: the embedded
+   model included) and the scripted models of ``codejury.testing`` cost nothing. They are priced, at zero:
+   never "unpriced";
+3. the price data that ships with the installed ``genai-prices`` package (its bundled snapshot: nothing is
+   fetched at run time). A provider genai-prices knows by name (``openai``, ``anthropic``, ``groq``, ...)
+   is looked up there, with genai-prices' own rules for dated and aliased model names; any other provider
+   (a gateway, an OpenAI-compatible server: ``gw:gpt-4o``) is priced only when its model name matches
+   models of genai-prices that all have one price, else it is unpriced.
+
+A model none of these price is *unpriced*: its calls count as $0. ``PriceTable.unpriced`` names them, and
+``unpriced_line`` says so in one line (what a spend cap cannot count), which ``warn_unpriced`` shows once
+per process.
+
+genai-prices may price a model in tiers (Anthropic's and Google's long-context rates above 200k input
+tokens per request). codejury sums usage over an agent's requests, so a tier threshold cannot be applied
+to the sum: the base price is used, which under-counts a request past the threshold.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from codejury.findings import Usage
 from codejury.models.providers import LOCAL_PROVIDER_NAMES
 
 if TYPE_CHECKING:
+    from genai_prices.types import ModelInfo, Provider
     from pydantic_ai.usage import RunUsage
 
 _PER_TOKEN = 1_000_000
 
-# Cache prices when a table entry leaves them out, as a fraction of the input price.
-# Anthropic bills cache reads at 0.1x and (five-minute) cache writes at 1.25x input.
-# OpenAI caches automatically: reads at 0.5x for older families (gpt-4o); writes are not
-# billed extra, so they cost the plain input price. Newer OpenAI families (gpt-4.1: 0.25x,
-# gpt-5: 0.1x) carry explicit cache_read prices in the table below.
+FREE_PROVIDERS: frozenset[str] = LOCAL_PROVIDER_NAMES | {"scripted"}
+"""Providers whose models cost nothing by design: the user's own machine (the embedded model among them) and
+``codejury.testing``'s scripted models (``scripted:NAME``), which answer from a script and call nothing."""
+
+#: codejury provider names that genai-prices knows under another id (pydantic-ai's names for them).
+GENAI_PROVIDER_ALIASES: dict[str, str] = {
+    "google-gla": "google",
+    "google-vertex": "google",
+    "bedrock": "aws",
+    "xai": "x-ai",
+    "grok": "x-ai",
+}
+
+# Cache prices when a ``[prices]`` entry leaves them out, as a fraction of its input price. Anthropic bills
+# cache reads at 0.1x and (five-minute) cache writes at 1.25x input; OpenAI caches automatically, reads at
+# 0.5x for older families and writes at the plain input price.
 _ANTHROPIC_CACHE = (0.1, 1.25)
 _OPENAI_CACHE = (0.5, 1.0)
 
@@ -45,61 +75,29 @@ class ModelPrice:
 FREE = ModelPrice(0.0, 0.0, 0.0, 0.0)
 
 
-def _p(input: float, output: float, cache_read: float | None = None) -> ModelPrice:
-    return ModelPrice(input, output, cache_read)
-
-
-#: List prices (USD / Mtok) of the cloud models we default to and their common siblings.
-BUILTIN_PRICES: dict[str, ModelPrice] = {
-    # Anthropic (cache read 0.1x, write 1.25x input: filled in by the table).
-    "anthropic:claude-opus-4-6": _p(5.0, 25.0),
-    "anthropic:claude-sonnet-4-6": _p(3.0, 15.0),
-    "anthropic:claude-opus-4-5": _p(5.0, 25.0),
-    "anthropic:claude-opus-4-1": _p(15.0, 75.0),
-    "anthropic:claude-opus-4": _p(15.0, 75.0),
-    "anthropic:claude-sonnet-4-5": _p(3.0, 15.0),
-    "anthropic:claude-sonnet-4": _p(3.0, 15.0),
-    "anthropic:claude-haiku-4-5": _p(1.0, 5.0),
-    "anthropic:claude-3-7-sonnet": _p(3.0, 15.0),
-    "anthropic:claude-3-5-sonnet": _p(3.0, 15.0),
-    "anthropic:claude-3-5-haiku": _p(0.8, 4.0),
-    "anthropic:claude-3-haiku": _p(0.25, 1.25),
-    # OpenAI (cached input as published per family).
-    "openai:gpt-5.1": _p(1.25, 10.0, 0.125),
-    "openai:gpt-5": _p(1.25, 10.0, 0.125),
-    "openai:gpt-5-mini": _p(0.25, 2.0, 0.025),
-    "openai:gpt-5-nano": _p(0.05, 0.4, 0.005),
-    "openai:gpt-4.1": _p(2.0, 8.0, 0.5),
-    "openai:gpt-4.1-mini": _p(0.4, 1.6, 0.1),
-    "openai:gpt-4.1-nano": _p(0.1, 0.4, 0.025),
-    "openai:gpt-4o": _p(2.5, 10.0, 1.25),
-    "openai:gpt-4o-mini": _p(0.15, 0.6, 0.075),
-    "openai:o3": _p(2.0, 8.0, 0.5),
-    "openai:o3-mini": _p(1.1, 4.4, 0.55),
-    "openai:o4-mini": _p(1.1, 4.4, 0.275),
-}
-
-
 class PriceTable:
-    """Prices per model string: user overrides first, then the built-in table."""
+    """Prices per model string: the user's overrides, then free by design, then genai-prices' bundled data."""
 
     def __init__(self, overrides: Mapping[str, ModelPrice] | None = None) -> None:
         self._overrides = {_normalise(k): v for k, v in (overrides or {}).items()}
-        self._builtin = {_normalise(k): v for k, v in BUILTIN_PRICES.items()}
 
     def price(self, spec: str) -> ModelPrice | None:
-        """The price of ``spec`` with cache prices filled in, or None when unknown."""
+        """The price of ``spec`` with cache prices filled in, or None when unknown (unpriced)."""
         spec = _normalise(spec)
         found = _lookup(self._overrides, spec)
-        if found is None:
-            if spec.partition(":")[0] in LOCAL_PROVIDER_NAMES:
-                return FREE
-            found = _lookup(self._builtin, spec)
-        return None if found is None else _fill_cache_prices(spec, found)
+        if found is not None:
+            return _fill_cache_prices(spec, found)
+        if is_free_by_design(spec):
+            return FREE
+        return genai_price(spec)
 
     def is_known(self, spec: str) -> bool:
-        """Whether ``spec`` has a price (local models do: zero)."""
+        """Whether ``spec`` has a price (a model free by design does: zero)."""
         return self.price(spec) is not None
+
+    def unpriced(self, specs: Iterable[str]) -> list[str]:
+        """Those of ``specs`` with no known price, sorted, each once."""
+        return sorted({s for s in specs if not self.is_known(s)})
 
     def cost(self, spec: str, usage: Usage) -> float:
         """USD for ``usage`` on ``spec``; 0.0 when the price is unknown.
@@ -122,6 +120,122 @@ class PriceTable:
             + max(0, usage.output_tokens) * price.output
         )
         return total / _PER_TOKEN
+
+
+def is_free_by_design(spec: str) -> bool:
+    """Whether ``spec``'s provider costs nothing by design (``FREE_PROVIDERS``); a ``[prices]`` entry still wins."""
+    return _normalise(spec).partition(":")[0] in FREE_PROVIDERS
+
+
+@lru_cache(maxsize=4096)
+def genai_price(spec: str) -> ModelPrice | None:
+    """``spec``'s price in genai-prices' bundled data (see the module's notes), or None.
+
+    The price is today's (genai-prices dates some price changes); a tiered price is taken at its base.
+    Cache prices genai-prices leaves out are the plain input price: a provider that does not list a
+    cache price does not discount cached tokens, and OpenAI does not bill cache writes apart.
+    """
+    provider_name, _, model_name = _normalise(spec).partition(":")
+    if not model_name:
+        return None
+    providers = _bundled_providers()
+    wanted = GENAI_PROVIDER_ALIASES.get(provider_name, provider_name)
+    provider = next((p for p in providers if p.id == wanted), None)
+    if provider is not None:  # a provider genai-prices knows: its models (and those it serves for others)
+        model = provider.find_model(model_name, all_providers=providers)
+        return None if model is None else _token_price(model)
+    # A gateway or OpenAI-compatible server: the model name alone, when every match has one price.
+    found = {_token_price(m) for p in providers if (m := p.find_model(model_name)) is not None}
+    found.discard(None)
+    return found.pop() if len(found) == 1 else None
+
+
+def genai_prices_version() -> str:
+    """The installed genai-prices, whose bundled data prices the models ``[prices]`` does not."""
+    from importlib.metadata import version
+
+    return version("genai-prices")
+
+
+def priced_model_count() -> int:
+    """How many models genai-prices' bundled data gives a token price."""
+    return sum(1 for p in _bundled_providers() for m in p.models if _token_price(m) is not None)
+
+
+@cache
+def _bundled_providers() -> list[Provider]:
+    """genai-prices' bundled data (never ``UpdatePrices``' fetched one: prices do not change while a review runs
+    and nothing is downloaded)."""
+    from genai_prices.data import providers
+
+    return providers
+
+
+def _token_price(model: ModelInfo) -> ModelPrice | None:
+    from datetime import UTC, datetime
+
+    prices = model.get_prices(datetime.now(UTC))
+    input_price = _base(prices.input_mtok)
+    if input_price is None:
+        return None  # no token price (a model billed per request, image or second; or none listed)
+    output = _base(prices.output_mtok)
+    read = _base(prices.cache_read_mtok)
+    write = _base(prices.cache_write_mtok)
+    return ModelPrice(
+        input_price,
+        0.0 if output is None else output,
+        input_price if read is None else read,
+        input_price if write is None else write,
+    )
+
+
+def _base(value: object) -> float | None:
+    """A genai-prices price as a float: a tiered one at its base (the price below the first tier)."""
+    from genai_prices.types import TieredPrices
+
+    if isinstance(value, TieredPrices):
+        return float(value.base)
+    return float(value) if isinstance(value, Decimal | int | float) else None
+
+
+def unpriced_line(models: Sequence[str], caps: Sequence[str] = ()) -> str:
+    """One line naming ``models`` (unpriced) and, when set, the spend ``caps`` that cannot count them.
+
+    ``caps`` describe the caps in words (``the $1.0000 cost ceiling``)."""
+    names = ", ".join(models)
+    them = "its calls count" if len(models) == 1 else "their calls count"
+    cannot = f", so {_and(caps)} cannot count them" if caps else ""
+    return f'no known price for {names}: {them} as $0{cannot} (set [prices."provider:model"])'
+
+
+class _Once:
+    """What this process already said, so that it is said once however many reviews it runs."""
+
+    def __init__(self) -> None:
+        self._said: set[tuple[str, tuple[str, ...]]] = set()
+        self._lock = threading.Lock()
+
+    def new(self, models: Iterable[str], caps: Sequence[str]) -> list[str]:
+        """Those of ``models`` not said yet with these ``caps``, now said."""
+        with self._lock:
+            fresh = [m for m in models if (m, tuple(caps)) not in self._said]
+            self._said.update((m, tuple(caps)) for m in fresh)
+        return fresh
+
+
+_UNPRICED_SAID = _Once()
+
+
+def warn_unpriced(models: Sequence[str], caps: Sequence[str], warn: Callable[[str], None]) -> None:
+    """Warn about the unpriced ``models`` (with the spend ``caps`` that cannot count them), once per process
+    for each model and caps: a second review of the same models says nothing more."""
+    fresh = _UNPRICED_SAID.new(models, caps)
+    if fresh:
+        warn(unpriced_line(fresh, caps))
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def usage_from_run(run_usage: RunUsage) -> Usage:

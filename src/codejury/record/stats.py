@@ -93,10 +93,17 @@ class ModelTokensRow(BaseModel):
     cache_write_tokens: int
     cache_hit_rate: float | None
     cost_usd: float
+    unpriced: bool = False
+    """No known price (``mark_unpriced``): its runs used tokens and were recorded at $0."""
 
 
 class TokensByModel(BaseModel):
     rows: list[ModelTokensRow] = Field(default_factory=list)
+
+    @property
+    def unpriced(self) -> list[str]:
+        """The models marked unpriced, in the table's order."""
+        return [row.model for row in self.rows if row.unpriced]
 
 
 class BreakGlass(BaseModel):
@@ -444,6 +451,18 @@ def run_sums() -> tuple[ColumnElement[Any], ...]:
         func.sum(runs.c.cache_write_tokens),
         func.sum(runs.c.cost_usd),
     )
+
+
+def mark_unpriced(stats: Stats, priced: Callable[[str], bool]) -> Stats:
+    """``stats`` with each model marked unpriced whose runs used tokens, cost $0, and that ``priced(model)`` says
+    has no known price (such a model counts as $0): its cost in these tables is not what it spent."""
+    rows = [
+        row.model_copy(update={"unpriced": True})
+        if row.cost_usd == 0 and row.input_tokens + row.output_tokens > 0 and not priced(row.model)
+        else row
+        for row in stats.tokens_by_model.rows
+    ]
+    return stats.model_copy(update={"tokens_by_model": TokensByModel(rows=rows)})
 
 
 def runs_tables(sums: Iterable[Sequence[Any]]) -> tuple[TokensByModel, list[ReviewerFailures]]:

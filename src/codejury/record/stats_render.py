@@ -108,11 +108,11 @@ def stats_tables(stats: Stats) -> list[TextTable]:
                     _int(r.cache_read_tokens),
                     _int(r.cache_write_tokens),
                     _pct(r.cache_hit_rate),
-                    _usd(r.cost_usd),
+                    "unpriced" if r.unpriced else _usd(r.cost_usd),
                 )  # fmt: skip
                 for r in stats.tokens_by_model.rows
             ],
-            "cache hit rate = cache read / input tokens (input includes cached tokens)",
+            "cache hit rate = cache read / input tokens (input includes cached tokens)" + _unpriced(stats),
         ),
         TextTable(
             "Break glass",
@@ -198,6 +198,14 @@ def stats_tables(stats: Stats) -> list[TextTable]:
         ),
     ]
     return tables
+
+
+def _unpriced(stats: Stats) -> str:
+    """The tokens table's note when a model in it is unpriced (named in its row: model names are store text, never
+    put in a note)."""
+    if not stats.tokens_by_model.unpriced:
+        return ""
+    return "; unpriced = no known price: its runs counted as $0 in every cost here"
 
 
 def _scope(stats: Stats) -> str:
