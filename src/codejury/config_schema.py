@@ -153,15 +153,16 @@ class ProviderTable(_Table):
 
 
 class PriceTable(_Table):
-    """``[prices."provider:model"]``: what a model costs, for cost reports and ``--dry-run`` estimates."""
+    """``[prices."provider:model"]``: what a model costs, over the price genai-prices ships (README, Prices)."""
 
     input: Price = Field(description="Input tokens.")
     output: Price = Field(description="Output tokens.")
     cache_read: Price | None = Field(
-        default=None, description="Cached input tokens read (default: the provider's usual share)."
+        default=None, description="Cached input tokens read (default: 0.1x input for Claude models, else 0.5x)."
     )
     cache_write: Price | None = Field(
-        default=None, description="Input tokens written to the cache (default: as input)."
+        default=None,
+        description="Input tokens written to the cache (default: 1.25x input for Claude models, else as input).",
     )
 
 
