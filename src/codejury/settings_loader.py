@@ -42,6 +42,9 @@ CLI_FLAGS = {
 }
 """Config keys that a ``codejury review`` flag sets (the flag names the key in errors)."""
 PREFETCH_CONCURRENCY = 4
+MAX_MOVED_READS = 300
+"""At most this many moved files' old texts are read ahead (``prefetch_base``'s ``moved``); past it, a moved file
+listed without a text diff is reviewed as its whole head side (``change.noise.settled``)."""
 T = TypeVar("T")
 
 
@@ -51,9 +54,12 @@ async def prefetch_base(
     *,
     concurrency: int = PREFETCH_CONCURRENCY,
     changed: Sequence[str] = (),
+    moved: Sequence[str] = (),
 ) -> PrefetchedBase:
     """Read every base-side path codejury uses (``BASE_SIDE_FILES``, ``*.md`` in ``BASE_SIDE_DIRS``, and
-    the instruction files of every directory from a ``changed`` path up to the root).
+    the instruction files of every directory from a ``changed`` path up to the root), and the old text of
+    the first ``MAX_MOVED_READS`` ``moved`` paths: where a file a forge lists as moved without a text diff
+    was (GitHub's pure rename), so a move that changed nothing reads as such (``change.noise.settled``).
 
     ``read_text`` answers None for a missing file, ``list_dir`` the paths of the files directly
     inside a directory ([] when it is missing); an error from either propagates: a review must not
@@ -69,6 +75,7 @@ async def prefetch_base(
     dirs = dict(zip(BASE_SIDE_DIRS, listings, strict=True))
     paths = [*BASE_SIDE_FILES, *(p for listed in listings for p in listed if p.endswith(".md"))]
     paths += instruction_paths(changed)
+    paths += list(dict.fromkeys(moved))[:MAX_MOVED_READS]
     paths = list(dict.fromkeys(paths))
     texts = await _all([functools.partial(read_text, p) for p in paths], bounded)
     return PrefetchedBase(dict(zip(paths, texts, strict=True)), dirs)

@@ -229,7 +229,8 @@ class GitHubPullRequest(ForgeAdapter):
             self.target.in_ci, self.env.get("GITHUB_WORKSPACE"), pull.head_sha, files, remote,
             functools.partial(self._file_bytes, pull.head_sha),
         )  # fmt: skip
-        base = await self._base(pull.base_sha, [f.path for f in files])
+        moved = [f.old_path for f in files if f.status in ("renamed", "copied") and f.old_path and f.is_binary]
+        base = await self._base(pull.base_sha, [f.path for f in files], moved)
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base, left_out=side.left_out, head=side.head,
             no_tree=side.missing or "", head_unread=side.unread or "",
@@ -258,14 +259,16 @@ class GitHubPullRequest(ForgeAdapter):
             self._comments = (await self.api.issue_comments(repo, number), await self.api.review_comments(repo, number))
         return self._comments
 
-    async def _base(self, base_sha: str, changed: Sequence[str]) -> BaseReader:
-        """The base commit's config and instructions (never the PR's own), fetched up front."""
+    async def _base(self, base_sha: str, changed: Sequence[str], moved: Sequence[str] = ()) -> BaseReader:
+        """The base commit's config and instructions (never the PR's own), fetched up front, and the old text of
+        the ``moved`` files: GitHub lists a rename that changed nothing without a patch."""
         if not base_sha:
             return PrefetchedBase({})
         return await prefetch_base(
             functools.partial(self.api.file_text, self.target.repo, ref=base_sha),
             functools.partial(self.api.list_directory, self.target.repo, ref=base_sha),
             changed=changed,
+            moved=moved,
         )
 
     async def _read_previous(self) -> PreviousState:

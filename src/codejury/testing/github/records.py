@@ -73,6 +73,8 @@ class PullFile:
     hunks: list[tuple[set[int], set[int]]]  # (LEFT lines, RIGHT lines) of each hunk
     patch_left_out: bool = False
     """GitHub sends no patch, as for a file the change's own ``.gitattributes`` marks ``binary`` or ``-diff``."""
+    previous_filename: str | None = None
+    """Where a renamed file was on the base side."""
 
     def hunk_of(self, side: Side, line: int) -> int | None:
         for index, (left, right) in enumerate(self.hunks):
@@ -332,7 +334,8 @@ def file_json(f: PullFile) -> dict[str, Any]:
     sha = hashlib.sha1((f.new_text or "").encode()).hexdigest()
     return {"sha": sha, "filename": f.filename, "status": f.status,
             "additions": adds, "deletions": dels, "changes": adds + dels,
-            **({} if f.patch_left_out else {"patch": f.patch})}  # fmt: skip
+            **({} if f.patch_left_out else {"patch": f.patch}),
+            **({"previous_filename": f.previous_filename} if f.previous_filename else {})}  # fmt: skip
 
 
 def check_run_json(run: CheckRun) -> dict[str, Any]:

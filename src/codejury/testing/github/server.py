@@ -33,9 +33,9 @@ shows, as it sometimes does, to test the 422 fallback.
 Modelled like GitHub, which clients must cope with: replying to a review comment creates a
 new COMMENTED review; ``fullDatabaseId`` is a string (GraphQL BigInt); after ``push`` a thread
 whose line left the diff or changed is outdated (``line`` null). Simplified: no pending
-reviews (``event`` is required), no renames in a pull request's files (a comparison reports a
-file moved with the same text as renamed), one fake clock, ids unique across all objects; a
-multi-line comment must stay in one hunk (unconfirmed on github.com). GraphQL: a query is
+reviews (``event`` is required), renames in a pull request's files only where ``add_pr(renamed=...)``
+names them (a comparison reports a file moved with the same text as renamed), one fake clock, ids
+unique across all objects; a multi-line comment must stay in one hunk (unconfirmed on github.com). GraphQL: a query is
 recognised by the field it names; a mutation document is parsed (``_parse_mutation``): several
 top-level fields, aliased or not, run in order, each failure an ``errors`` entry whose ``path``
 is its alias and whose value in ``data`` is null. As GitHub does, the fake refuses the whole

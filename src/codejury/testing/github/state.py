@@ -131,11 +131,14 @@ class GitHubState:
         base_files: Mapping[str, str] | None = None,
         head_repo: str | None = None,
         patch_left_out: Collection[str] = (),
+        renamed: Mapping[str, str] | None = None,
     ) -> int:
         """Open a pull request; ``files`` maps a path to (base text, head text), None for absent.
 
         ``patch_left_out``: files GitHub lists without a patch (as it does for a file the change's own
-        ``.gitattributes`` marks ``binary`` or ``-diff``).
+        ``.gitattributes`` marks ``binary`` or ``-diff``). ``renamed``: a path of ``files`` -> where it was on
+        the base side (its base text is there); listed as renamed, without a patch when its text is unchanged,
+        as GitHub lists a pure rename.
 
         ``base_files``: more files on the base commit (config, AGENTS.md), served by the contents
         API with the base side of ``files``. ``head_repo``: the fork the head lives in.
@@ -150,13 +153,17 @@ class GitHubState:
             built = {path: pull_file(path, old, new) for path, (old, new) in files.items()}
             for path in patch_left_out:
                 built[path].patch_left_out = True
+            moved = dict(renamed or {})
+            for path, source in moved.items():
+                built[path].status, built[path].previous_filename = "renamed", source
+                built[path].patch_left_out = built[path].old_text == built[path].new_text
             pull = Pull(repo_name, number, self._new_id(), title, body, author, head, base, head_ref, base_ref, built)
             pull.head_repo = head_repo
             pull.versions[head] = built
             tree = dict(self._contents.get(base, {})) | dict(base_files or {})
-            tree |= {path: old for path, (old, _) in files.items() if old is not None}
+            tree |= {moved.get(path, path): old for path, (old, _) in files.items() if old is not None}
             self._contents[base] = tree
-            self._contents[head] = {p: t for p, t in tree.items() if p not in files} | {
+            self._contents[head] = {p: t for p, t in tree.items() if p not in files and p not in moved.values()} | {
                 path: new for path, (_, new) in files.items() if new is not None
             }
             self._pulls[(repo_name, number)] = pull
