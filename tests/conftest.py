@@ -15,6 +15,7 @@ import pytest
 from pydantic_ai import models
 
 from codejury.models import registry
+from codejury.models.weights import SMALL_WEIGHTS, ensure_model_file
 from codejury.resilience import BOARDS
 from codejury.testing.postgres import PostgresServer, PostgresStartFailed, PostgresUnavailable
 from codejury.testing.postgres import postgres_server as start_postgres
@@ -167,6 +168,21 @@ def _one_core_for_the_embedded_model(
         finally:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
             os.sched_setaffinity(0, allowed)
+
+
+SMALL_LOCAL_MODEL = "qwen2.5-coder-0.5b"
+"""The dev extra's local model (``weights.SMALL_WEIGHTS``): what ``local:NAME`` names it."""
+
+
+@pytest.fixture(scope="session")
+def small_local_model() -> str:
+    """The name of the small local model, its file assembled and verified once per test session (and reused from
+    the cache after that). The tests of llama.cpp's plumbing (a server loaded once, prompts cached and restored,
+    structured output, its log kept off the terminal, a review end to end) run on it: the same loader, server and
+    capability profile as the embedded model, a third of its size. Skips only without the runtime."""
+    pytest.importorskip("xllamacpp", reason="a local model needs the 'local' extra")
+    ensure_model_file(spec=SMALL_WEIGHTS, progress=False)
+    return SMALL_LOCAL_MODEL
 
 
 @pytest.fixture(autouse=True, scope="session")

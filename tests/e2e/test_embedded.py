@@ -1,6 +1,9 @@
-"""Whole reviews on the real embedded model, through the command a user runs.
+"""Whole reviews on a real local model through llama.cpp, through the command a user runs.
 
-Slow (a minute or two each on 2 cores); select them with ``-m embedded``. ``make test`` runs them.
+The review with no model configured runs on the embedded model (``qwen2.5-coder-1.5b``, what a user gets); the
+others check the plumbing (tiers, panels, the prompt cache, the user's contract) on the dev extra's small model of
+the same family (``local:qwen2.5-coder-0.5b``): the same loader, server and capability profile, a third of the cost.
+Slow (seconds to a minute or two each on 2 cores); select them with ``-m embedded``. ``make test`` runs them.
 """
 
 from __future__ import annotations
@@ -41,8 +44,11 @@ def _embedded_available() -> None:
     pytest.importorskip("xllamacpp", reason="the embedded model needs the 'local' extra")
 
 
-def run_codejury(*args: str, cwd: Path) -> tuple[dict[str, Any], str]:
+def run_codejury(*args: str, cwd: Path, model: str | None = None) -> tuple[dict[str, Any], str]:
+    """``codejury review ARGS`` with no model configured (the embedded model), or on ``local:MODEL``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEJURY_")}
+    if model is not None:
+        env["CODEJURY_MODEL"] = f"local:{model}"
     out = cwd / "review.json"
     proc = subprocess.run(
         [str(CODEJURY), "review", "--format", "json", "--output", str(out), "--fail-on", "never", *args],
@@ -116,28 +122,28 @@ def lite_branch(tmp_path: Path) -> Path:
     return repo
 
 
-def test_lite_review_of_a_branch(tmp_path: Path) -> None:
+def test_lite_review_of_a_branch(tmp_path: Path, small_local_model: str) -> None:
     repo = lite_branch(tmp_path)
-    review, stderr = run_codejury(cwd=repo)
+    review, stderr = run_codejury(cwd=repo, model=small_local_model)
     assert review["tier"] == "lite"
-    # The embedded model is weak: the lite tier's specialists are one generalist call (weak_panel = "single").
+    # A local model is weak: the lite tier's specialists are one generalist call (weak_panel = "single").
     assert [r["name"] for r in review["reviewers"] if ":" not in r["name"]] == ["generalist"]
     assert "one generalist call instead" in stderr
     assert_user_contract(review, git(repo, "diff", "main...feature"))
 
 
-def test_lite_review_of_a_branch_by_a_panel_sharing_the_prompt_cache(tmp_path: Path) -> None:
+def test_lite_review_of_a_branch_by_a_panel_sharing_the_prompt_cache(tmp_path: Path, small_local_model: str) -> None:
     repo = lite_branch(tmp_path)
     # weak_panel = "panel": one call per reviewer, one after another on one slot, prompts ordered
     # [rules][change][focus]: every reviewer after the first finds the shared part in llama.cpp's cache
     # and pays only for its own. No grounding checks here (verify = "off"): they have a prefix of their own,
-    # and the lite review above runs them on the embedded model. Two of the lite tier's three reviewers are
+    # and the lite review above runs them on a local model. Two of the lite tier's three reviewers are
     # enough to show the second reading the first one's prefix: the performance reviewer is switched off.
     config = tmp_path / "panel.toml"
     config.write_text(
         'weak_panel = "panel"\nverify = "off"\n\n[reviewers.performance]\nenabled = false\n', encoding="utf-8"
     )
-    review, stderr = run_codejury("--config", str(config), cwd=repo)
+    review, stderr = run_codejury("--config", str(config), cwd=repo, model=small_local_model)
     assert review["tier"] == "lite"
     assert "tier lite: code_quality, documentation (2 reviewers)" in stderr
     assert [r["name"] for r in review["reviewers"] if ":" not in r["name"]] == [

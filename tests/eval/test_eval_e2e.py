@@ -455,11 +455,12 @@ def test_the_naive_baseline_is_scored_the_same_way_in_a_second_column(
 
 
 @pytest.mark.embedded
-def test_the_naive_baseline_runs_beside_the_panel_on_the_embedded_model(tmp_path: Path) -> None:
-    pytest.importorskip("xllamacpp", reason="the embedded model needs the 'local' extra")
-    # No provider configured: both the panel and the baseline run on the embedded model, on the smallest
-    # case of this file's dataset (the bundled golden set through --builtin: the test below).
+def test_the_naive_baseline_runs_beside_the_panel_on_a_local_model(tmp_path: Path, small_local_model: str) -> None:
+    # Every tier on a local model (the dev extra's small one: the same loader, server and profile as the embedded
+    # model): both the panel and the baseline run on it, on the smallest case of this file's dataset (the bundled
+    # golden set through --builtin: the test below).
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEJURY_")}
+    env["CODEJURY_MODEL"] = f"local:{small_local_model}"
     dataset = write_dataset(tmp_path / "set")
     report = tmp_path / "eval.json"
     proc = subprocess.run(
@@ -472,14 +473,14 @@ def test_the_naive_baseline_runs_beside_the_panel_on_the_embedded_model(tmp_path
         timeout=1800,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "--jobs 1" in proc.stderr  # the embedded model runs one review at a time
+    assert "--jobs 1" in proc.stderr  # a local model runs one review at a time
     assert "naive baseline [1/1]" in proc.stderr
     assert "| metric | codejury | naive baseline |" in proc.stdout
     doc = json.loads(report.read_text())
     panel, naive = doc["cases"][0], doc["baseline"]["cases"][0]
     assert (doc["overall"]["cases"], doc["overall"]["failed_cases"]) == (1, 0), panel["error"]
     assert panel["verdict"] is not None
-    # Measured here: the naive prompt on the embedded model can write JSON past its 1,024-token output
+    # Measured here: the naive prompt on a local model can write JSON past its 1,024-token output
     # budget (the grammar lets it pad with whitespace). That is a scored outcome of the baseline, a
     # failed case with its one-line reason, never a crash of the eval.
     if naive["error"] is None:

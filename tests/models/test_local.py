@@ -23,6 +23,7 @@ from pydantic_ai.models import ModelRequestParameters
 from codejury.errors import ModelSetupError
 from codejury.models import local
 from codejury.models.local import LocalLlamaModel, load_local_model
+from codejury.models.weights import DEFAULT_WEIGHTS, SMALL_WEIGHTS, WeightsSpec
 from codejury.resilience.errors import classify
 from tests.hostile.conftest import run_codejury
 
@@ -281,6 +282,32 @@ def test_gguf_path_is_loaded_once_quietly_with_profile(monkeypatch: pytest.Monke
         load_local_model(str(tmp_path / "absent.gguf"))
 
 
+def test_a_named_model_is_its_own_verified_file_behind_the_same_server_and_profile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    runtime = FakeRuntime()
+    assembled: list[WeightsSpec] = []
+
+    def ensure_model_file(*, spec: WeightsSpec) -> Path:
+        assembled.append(spec)
+        path = tmp_path / spec.file_name
+        path.write_bytes(b"GGUF")
+        return path
+
+    monkeypatch.setattr(local, "_import_runtime", lambda: runtime)
+    monkeypatch.setattr(local, "_SERVERS", {})
+    monkeypatch.setattr(local, "ensure_model_file", ensure_model_file)
+    small = load_local_model("qwen2.5-coder-0.5b")
+    embedded = load_local_model("default")
+    assert assembled == [SMALL_WEIGHTS, DEFAULT_WEIGHTS]
+    assert [p.model.path for p in runtime.built] == [str(tmp_path / s.file_name) for s in assembled]
+    assert (small.model.model_name, embedded.model.model_name) == ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+    assert (small.spec, embedded.spec) == ("local:qwen2.5-coder-0.5b", "local:default")
+    assert small.profile == embedded.profile  # weak, native JSON output, one request at a time
+    with pytest.raises(ModelSetupError, match="'qwen2.5-coder-0.5b'"):  # the error lists the names it knows
+        load_local_model("qwen2.5-coder-7b")
+
+
 def test_unloadable_model_file_is_a_setup_error_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     gguf = tmp_path / "broken.gguf"
     gguf.write_bytes(b"GGUF")
@@ -348,9 +375,9 @@ def test_the_grammar_bounds_every_free_text_field_so_an_answer_always_closes() -
 
 @pytest.mark.embedded
 @pytest.mark.usefixtures("allow_requests")
-async def test_real_embedded_model_returns_structured_output_and_reuses_the_prefix() -> None:
-    pytest.importorskip("xllamacpp")
-    resolved = load_local_model("qwen2.5-coder-1.5b")
+async def test_a_real_local_model_returns_structured_output_and_reuses_the_prefix(small_local_model: str) -> None:
+    resolved = load_local_model(small_local_model)
+    assert resolved.model.model_name == small_local_model
     agent = Agent(
         output_type=NativeOutput(Verdict),
         system_prompt="You review code. Answer in JSON with fields ok (boolean) and reason (a few words).",
@@ -367,20 +394,19 @@ async def test_real_embedded_model_returns_structured_output_and_reuses_the_pref
 
 
 @pytest.mark.embedded
-def test_real_embedded_call_keeps_llama_cpp_log_off_the_terminal(tmp_path: Path) -> None:
-    """Load the real model and answer one request in a fresh process: stderr stays empty."""
-    pytest.importorskip("xllamacpp")
+def test_a_real_local_call_keeps_llama_cpp_log_off_the_terminal(tmp_path: Path, small_local_model: str) -> None:
+    """Load a real model and answer one request in a fresh process: stderr stays empty."""
     code = textwrap.dedent(
-        """
+        f"""
         import asyncio
         from pydantic_ai import models
         from pydantic_ai.messages import ModelRequest, UserPromptPart
         from pydantic_ai.models import ModelRequestParameters
         from codejury.models.local import load_local_model
         models.ALLOW_MODEL_REQUESTS = True
-        model = load_local_model("default").model
+        model = load_local_model({small_local_model!r}).model
         messages = [ModelRequest(parts=[UserPromptPart("Say hi.")])]
-        reply = asyncio.run(model.request(messages, {"max_tokens": 8}, ModelRequestParameters()))
+        reply = asyncio.run(model.request(messages, {{"max_tokens": 8}}, ModelRequestParameters()))
         print("tokens", reply.usage.output_tokens)
         """
     )

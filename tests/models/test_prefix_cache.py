@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from codejury.models.prefix_cache import MAX_FILES, PrefixStore
-from codejury.models.weights import default_models_dir, ensure_model_file
+from codejury.models.weights import default_models_dir
 
 KEY = "secret-key"
 RULES = [{"role": "system", "content": "Rules for every reviewer."}, {"role": "user", "content": "the change"}]
@@ -209,27 +209,28 @@ def test_at_most_max_files_are_kept_the_least_recently_used_go_first(servers: li
 
 
 @pytest.mark.embedded
-def test_real_embedded_model_restores_the_system_prompt_in_the_next_process(tmp_path: Path) -> None:
+def test_a_real_local_model_restores_the_system_prompt_in_the_next_process(
+    tmp_path: Path, small_local_model: str
+) -> None:
     """Two processes, one cache: the second starts from the first one's saved system prompt."""
-    pytest.importorskip("xllamacpp")
     (tmp_path / "cache").mkdir()
-    ensure_model_file(progress=False)  # assembled where every other test finds it, then shared, not copied
+    # The model file was assembled where every other test finds it (small_local_model): shared, not copied.
     (tmp_path / "cache" / "models").symlink_to(default_models_dir())
     code = textwrap.dedent(
-        """
+        f"""
         import asyncio
         from pydantic_ai import models
         from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
         from pydantic_ai.models import ModelRequestParameters
         from codejury.models import local
         models.ALLOW_MODEL_REQUESTS = True
-        model = local.load_local_model("default").model
+        model = local.load_local_model({small_local_model!r}).model
         rules = "You review code changes. " + "Report only real problems on changed lines. " * 20
         [store] = local._PREFIXES.values()
         # The rules, a check with a short prompt of its own, then the rules again (the next review).
         for system in (rules, "Answer yes or no.", rules):
             messages = [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart("Is x = 1 fine?")])]
-            reply = asyncio.run(model.request(messages, {"max_tokens": 4}, ModelRequestParameters()))
+            reply = asyncio.run(model.request(messages, {{"max_tokens": 4}}, ModelRequestParameters()))
             print(store.outcome, reply.usage.cache_read_tokens, reply.usage.input_tokens)
         """
     )

