@@ -111,3 +111,15 @@ async def test_a_dry_run_on_a_forge_counts_the_discussion_it_read_with_the_chang
     off, _, _ = await run_review(on_forge, {}, dry_run=True, settings=scripted_settings(discussion_tokens=0))
     assert isinstance(off, Plan)
     assert (off.estimated_input_tokens, off.estimate_notes) == (plain.estimated_input_tokens, [])
+
+
+async def test_a_dry_run_names_the_models_with_no_known_price(tmp_path: Path) -> None:
+    change = make_change(tmp_path, {"app/auth/users.py": (AUTH_OLD, AUTH_NEW)})
+    mystery = "scripted-gw:team-model"
+    settings = scripted_settings()
+    settings = replace(settings, reviewer_models={**settings.reviewer_models, "security": mystery})
+    plan, _, _ = await run_review(change, {}, dry_run=True, settings=settings)
+    assert isinstance(plan, Plan)
+    assert plan.estimate_notes == [
+        f'no known price for {mystery}: not in the estimated cost (set [prices."provider:model"])'
+    ]

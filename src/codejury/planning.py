@@ -5,7 +5,8 @@ files it looks at), priced with the configured prices, and every chosen model is
 whether it could run here (provider known and enabled, key set, embedded runtime installed). The
 shared context is the one the reviewers would get: with the failing tests of the ``--tests``
 reports, and on a forge with the change's discussion (read with the change, no extra request);
-the plan says in one line each what the estimate includes.
+the plan says in one line each what the estimate includes, and names the models with no known price
+(their calls count as $0).
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def plan_stage(run: ReviewRun) -> Plan:
             planned.append(
                 PlannedReviewer(name=name, model=spec or "(no enabled model)", files=[f.path for f in files])
             )
+    priced = [spec for name in [*selection.names, "coordinator"] if (spec := selection.models.get(name))]
+    if unpriced := run.prices.unpriced(priced if selection.names else []):  # $0 in the estimate, as in the review
+        names = ", ".join(unpriced)
+        estimate_notes.append(f'no known price for {names}: not in the estimated cost (set [prices."provider:model"])')
     return Plan(
         tier=selection.tier,
         reviewers=planned,
