@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import codejury.judge.grounding as grounding
-from codejury.change.types import ChangeSet, PreviousReview, PriorFinding
+from codejury.change.types import RESOLVED_BY_WRITER, ChangeSet, PreviousReview, PriorFinding
 from codejury.findings import Disagreement, Finding, Review
 from codejury.fingerprint import fingerprint
 from codejury.forges.publish import approval_action
@@ -264,6 +264,18 @@ async def test_a_thread_merely_resolved_by_someone_does_not_dismiss_it(tmp_path:
     held = await _held(tmp_path)
     change = sql_change(tmp_path, previous=_earlier(held, "resolved by a human"))
     result = await reviewed(change, {"security": [Final([]), OBEYS], "coordinator": NO_DECISIONS})
+    assert the_sql_finding(result).withholds_approval and result.verdict == "requested_changes"
+
+
+async def test_a_thread_a_writer_resolved_dismisses_it_unless_it_got_worse(tmp_path: Path) -> None:
+    held = await _held(tmp_path)
+    change = sql_change(tmp_path / "resolved", previous=_earlier(held, RESOLVED_BY_WRITER))
+    result = await reviewed(change, {"security": [Final([]), OBEYS], "coordinator": NO_DECISIONS})
+    assert result.dropped_findings[DISMISSED] == 1 and result.verdict == "approved"
+    milder = _earlier(held.model_copy(update={"severity": "warning"}), RESOLVED_BY_WRITER)
+    result = await reviewed(
+        sql_change(tmp_path, previous=milder), {"security": [Final([]), OBEYS], "coordinator": NO_DECISIONS}
+    )
     assert the_sql_finding(result).withholds_approval and result.verdict == "requested_changes"
 
 
