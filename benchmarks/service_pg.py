@@ -22,7 +22,12 @@ Checked and printed: deliveries accepted and lost (a unique delivery not answere
 the reviews stored in PostgreSQL: distinct heads reviewed, heads superseded, heads reviewed more
 than once); duplicate comments (a second summary on a merge request, or two open threads with one
 finding marker); merge requests not reviewed at their latest head; queue jobs that failed;
-webhook response times (p50, p99, max); the repository cache, timed from
+webhook response times (p50, p99, max, and p10 to p95), the CPU time the serving process spent per
+delivery while they were sent (read from ``/proc``: the webhook path's own cost, which the response
+times only show through whatever else the machine runs) and the machine's load average before and
+after (every process here shares its cores: the database, the workers, the fake forge and this
+one sending; on a machine busy with other work the response times measure that work too); the
+repository cache, timed from
 the workers' own ``git fetch`` runs (a wrapper first on their PATH logs each fetch's wall time
 and the cache's size on disk after it, never its arguments or environment): the first fetch of
 the repository, the update fetches of later pushes, and the cache hit rate (reviews that needed
@@ -140,8 +145,9 @@ def _size_mb(path: Path) -> float:
 
 
 @contextlib.asynccontextmanager
-async def serving(database: str, env: dict[str, str], log: Path) -> AsyncIterator[str]:
-    """``codejury serve --database URL`` in a child process; yields its base URL once ``/readyz`` answers."""
+async def serving(database: str, env: dict[str, str], log: Path) -> AsyncIterator[tuple[str, int]]:
+    """``codejury serve --database URL`` in a child process; yields its base URL and process id once ``/readyz``
+    answers."""
     port = free_port()
     code = "import sys; from codejury.cli import cli; cli.main(sys.argv[1:], prog_name='codejury')"
     argv = [sys.executable, "-c", code, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database]
@@ -149,9 +155,26 @@ async def serving(database: str, env: dict[str, str], log: Path) -> AsyncIterato
     base = f"http://127.0.0.1:{port}"
     try:
         await wait_ready(child, base, log)
-        yield base
+        yield base, child.pid
     finally:
         stop_child(child)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process ``pid`` has used so far, or None where ``/proc`` cannot say."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def load_average() -> str:
+    """The machine's 1-minute load average and cores, to read the figures by ("unknown" where not available)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return "unknown"
 
 
 @contextlib.contextmanager
@@ -283,8 +306,9 @@ async def run(args: argparse.Namespace, pg: PostgresServer, folder: Path) -> int
         lost: list[str] = []
         accepted = 0
         with workers(args.workers, database, worker_env, folder) as worker_logs:
-            async with serving(database, env, folder / "serve.log") as url:
-                started = time.perf_counter()
+            async with serving(database, env, folder / "serve.log") as (url, serve_pid):
+                load_before = load_average()
+                started, cpu_before = time.perf_counter(), cpu_seconds(serve_pid)
 
                 async def post(body: bytes, headers: dict[str, str], retry: bool) -> None:
                     nonlocal accepted
@@ -324,6 +348,7 @@ async def run(args: argparse.Namespace, pg: PostgresServer, folder: Path) -> int
                     await asyncio.gather(*(post(b, h, r) for b, h, r in burst))
                     await asyncio.sleep(args.pause)
                 sending_s = time.perf_counter() - started
+                cpu_after, load_after = cpu_seconds(serve_pid), load_average()
                 deadline = time.monotonic() + args.timeout
                 while (statuses := job_statuses(database))["todo"] or statuses["doing"]:
                     if time.monotonic() > deadline:
@@ -350,6 +375,7 @@ async def run(args: argparse.Namespace, pg: PostgresServer, folder: Path) -> int
 
     latencies.sort()
     p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+    spread = ", ".join(f"p{round(q * 100)} {_percentile(latencies, q):.1f}" for q in (0.1, 0.25, 0.75, 0.9, 0.95))
     print(f"deliveries: {len(latencies)} ({total_pushes} pushes, {retries} retries of earlier deliveries) in bursts "
           f"of {args.burst}; answers: {dict(answers)}")  # fmt: skip
     print(f"deliveries accepted: {accepted}/{total_pushes}")
@@ -361,7 +387,10 @@ async def run(args: argparse.Namespace, pg: PostgresServer, folder: Path) -> int
     print(f"duplicate reviews: {duplicate_reviews} (a head reviewed twice); duplicate comments: {duplicate_comments}")
     print(f"merge requests not reviewed at their latest head: {len(stale)} {stale or ''}".rstrip())
     print(f"webhook response: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms "
-          f"(target p99 <= {P99_TARGET_MS:.0f} ms)")  # fmt: skip
+          f"(target p99 <= {P99_TARGET_MS:.0f} ms); {spread} ms")  # fmt: skip
+    if cpu_before is not None and cpu_after is not None:
+        print(f"serving process while sending: {(cpu_after - cpu_before) * 1000 / len(latencies):.2f} ms of CPU "
+              f"per delivery; load average {load_before} before, {load_after} after")  # fmt: skip
     if runs:
         first_s, _, first_bytes = runs[0]
         print(f"first fetch of a {args.files:,}-file repository: {first_s:.2f} s, {first_bytes / 1e6:.1f} MB on disk")
