@@ -22,11 +22,11 @@ and is answered with the error (503), so the forge's retry is taken as new.
 
 Why: every round trip to PostgreSQL costs the serving process far more than the statement itself.
 Measured with ``benchmarks/service_pg.py`` (2 cores shared with the database, the workers and the
-fake forge): a delivery taken on its own cost the serving process 1.0–1.8 ms of CPU, against 0.2 ms
+fake forge): a delivery taken on its own cost the serving process 0.9–1.8 ms of CPU, against 0.2 ms
 for a delivery that queues nothing, most of it in the socket writes of its four round trips (the
 pool's check and the claim, the pool's check and the deferral), and a burst of 25 is answered one
 after another, so the last answer waited for all of them. Taken in groups (and with the pool's
-check made quiet, ``pg_queue.check_quiet_connection``): 0.36 ms per delivery.
+check made quiet, ``pg_queue.check_quiet_connection``): 0.28–0.36 ms per delivery.
 """
 
 from __future__ import annotations
