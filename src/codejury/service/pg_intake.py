@@ -104,7 +104,7 @@ class PostgresIntake(GroupedIntake):
                     new.append(n)
                 else:  # seen before, or another process is claiming it now: keys it took are not its own
                     stray += [key for key in item.keys if key in claimed]
-            if stray:  # rare (a race with another process): left behind, they only make a retry a duplicate
+            if stray:  # rare (a race with another process); if forgetting fails, they only make a retry a duplicate
                 with contextlib.suppress(Exception):
                     await self.deliveries.forget(stray)
             by_lock: dict[str, list[int]] = defaultdict(list)
