@@ -79,6 +79,8 @@ FIGURES: dict[str, list[str]] = {
             rf"^search latency, {re.escape(m)}: p50 {NUMBER} ms, p99 {NUMBER} ms"
             for m in ("BM25", "hybrid", "hybrid+rerank")
         ),
+        r"^recall@5, queries from the other hunks:$",
+        rf"^Diff Level\s+20(\s+{NUMBER} \(\s*\d+\)){{4}}$",  # BM25, vectors, hybrid, hybrid+rerank
     ],
     "analyzers": [
         rf"^demo: {NUMBER}/4 planted problems with evidence",

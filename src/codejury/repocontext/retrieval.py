@@ -304,11 +304,12 @@ class RetrievalConfig:
         return self.rerank_model == REVIEWER_RERANKER
 
 
-def open_retriever(index: RepoIndex, config: RetrievalConfig, vector_cache: Path | None) -> Retriever:
-    """A retriever over ``index``: its chunks embedded (``vector_cache``: the SQLite file; None: no cache) and
-    the reranker opened when configured; a model that cannot be used is a note and that step is off."""
+def open_retriever(index: RepoIndex, config: RetrievalConfig, vector_cache: Path | str | None) -> Retriever:
+    """A retriever over ``index``: its chunks embedded (``vector_cache``: the SQLite file, or a ``postgresql://``
+    URL whose pgvector tables every worker of a service shares; None: no cache) and the reranker opened when
+    configured; a model that cannot be used is a note and that step is off."""
     from codejury.repocontext.embeddings import Embedder, PluginEmbedder, Reranker, open_embedder
-    from codejury.repocontext.vectors import VectorCache, embed_index
+    from codejury.repocontext.vectors import embed_index, open_vector_cache
 
     notes: list[str] = []
     embedder: Embedder | PluginEmbedder | None = None
@@ -316,7 +317,10 @@ def open_retriever(index: RepoIndex, config: RetrievalConfig, vector_cache: Path
     if config.embeddings_model is None:
         notes.append(VECTORS_OFF)
     else:
-        cache = VectorCache(vector_cache)
+        cache = open_vector_cache(vector_cache)
+        store_error = getattr(cache, "error", None)
+        if store_error:
+            notes.append(f"vector store off: {store_error}; every chunk is embedded again")
         try:
             embedder = open_embedder(config.embeddings_model, config.providers, config.env, config.embeddings_providers)
             vectors = embed_index(index, embedder, cache, budget_s=config.embed_budget_s)

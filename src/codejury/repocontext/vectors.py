@@ -8,9 +8,14 @@ again and never mixes vectors of two models. A second table maps a chunk's place
 lines, name) to its text's digest, so an unchanged file is never read again, and a changed file
 costs one embedding per chunk whose text changed, not one per chunk of the file.
 
+A review service on PostgreSQL keeps the same two tables in its database with pgvector
+(``pgvectors.py``, chosen by ``open_vector_cache`` from a ``postgresql://`` URL), so its workers share
+one store and a repository is embedded once, whichever worker reviews it.
+
 sqlite-vec is not used: the Python this project runs on is often built without loadable SQLite
 extensions (``sqlite3.Connection.enable_load_extension`` missing), so the search is brute-force
-cosine over the index's float32 matrix with NumPy (about 10 ms for 50,000 chunks of 384 dimensions).
+cosine over the index's float32 matrix with NumPy (about 10 ms for 50,000 chunks of 384 dimensions),
+whichever store the vectors were read from.
 The cache is an optimisation: a cache that cannot be opened or written only means more embedding.
 """
 
@@ -175,6 +180,34 @@ class ChunkVectors:
         return sorted(((int(i), float(scores[i])) for i in top), key=lambda h: (-h[1], h[0]))
 
 
+class VectorStore(Protocol):
+    """Where chunk vectors are kept: the SQLite file (``VectorCache``) or PostgreSQL (``pgvectors.PgVectorCache``)."""
+
+    errors: int
+
+    def places(self, places: list[bytes]) -> dict[bytes, bytes]: ...
+
+    def vectors(self, model: str, digests: list[bytes]) -> Iterator[tuple[bytes, bytes]]: ...
+
+    def forget(self, model: str) -> None: ...
+
+    def save(
+        self, model: str, places: Iterable[tuple[bytes, bytes]], vectors: Iterable[tuple[bytes, bytes]]
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_vector_cache(where: Path | str | None) -> VectorStore:
+    """The store at ``where``: a ``postgresql://`` URL (pgvector, shared by every worker of a service), else the
+    SQLite file at that path (None: no store, every chunk is embedded)."""
+    if isinstance(where, str) and where.startswith(("postgresql://", "postgres://")):
+        from codejury.repocontext.pgvectors import PgVectorCache
+
+        return PgVectorCache(where)
+    return VectorCache(Path(where) if where is not None else None)
+
+
 def _place(index: RepoIndex, cid: int) -> bytes:
     chunk, f = index.chunks[cid], index.file_of[cid]
     key = (
@@ -213,7 +246,7 @@ class _SizeChanged(CodejuryError):
 def embed_index(
     index: RepoIndex,
     embedder: TextEmbedder,
-    cache: VectorCache,
+    cache: VectorStore,
     *,
     budget_s: float | None = None,
     retry: bool = True,

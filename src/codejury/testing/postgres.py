@@ -74,9 +74,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server of its own, stopped and removed on exit; see the module docstring."""
-    bindir = pg_bindir()
+def postgres_server(bindir: Path | None = None) -> Iterator[PostgresServer]:
+    """A PostgreSQL server of its own, stopped and removed on exit; see the module docstring. ``bindir``: the
+    folder of another build's ``initdb`` and ``pg_ctl`` (one with extensions such as pgvector)."""
+    bindir = bindir or pg_bindir()
     if bindir is None:
         raise PostgresUnavailable(f"PostgreSQL is not installed ({INSTALL_HINT})")
     as_user: list[str] = []
