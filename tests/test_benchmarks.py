@@ -101,6 +101,7 @@ FIGURES: dict[str, list[str]] = {
         r"^duplicate reviews: \d+ .*; duplicate comments: 0$",
         r"^merge requests not reviewed at their latest head: 0$",
         rf"^webhook response: p50 {NUMBER} ms, p99 {NUMBER} ms",
+        rf"^serving process while sending: {NUMBER} ms of CPU per delivery; load average {NUMBER} on \d+ cores",
         rf"^first fetch of a 200-file repository: {NUMBER} s, {NUMBER} MB on disk",
         rf"^update fetch \(1 file changed\): median {NUMBER} s, .*\+{NUMBER} KB each",
         rf"^cache hit rate: {NUMBER}/{NUMBER} reviews \({NUMBER}%\)",
