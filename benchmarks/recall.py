@@ -69,6 +69,8 @@ class Tally:
     """Reached / counted per (question set, level, method)."""
 
     counts: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    unindexed: dict[str, int] = field(default_factory=dict)
+    """Comments per level on a file the index holds no chunk of (no method can reach them)."""
 
     def add(self, question: str, level: str, method: str, reached: bool) -> None:
         cell = self.counts.setdefault((question, level, method), [0, 0])
@@ -161,6 +163,8 @@ def score(case: Case, open_retriever: Callable[[], Retriever], k: int, tally: Ta
     if index is None:
         return
     for target in case.targets:
+        if not index.chunks_of(target.path):
+            tally.unindexed[target.level] = tally.unindexed.get(target.level, 0) + 1
         own = [q for q in case.queries if touches(q, target)]
         other = [q for q in case.queries if not touches(q, target)]
         for question, asked in (("own hunk", own), ("other hunks", other)):
@@ -185,4 +189,7 @@ def table(tally: Tally, question: str, k: int, reranks: bool) -> list[str]:
         out.append(f"{level:<12} {counted:>8}  " + "  ".join(f"{c:>13}" for c in cells))
     if not reranks:
         out.append("hybrid+rerank: off (no rerank model given)")
+    if tally.unindexed:
+        by_level = ", ".join(f"{level} {n}" for level, n in sorted(tally.unindexed.items()))
+        out.append(f"comments on a file with no chunk in the index (no method reaches them): {by_level}")
     return out

@@ -30,13 +30,17 @@ repository, on the fake's hashed-word vectors (plumbing, not quality).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -44,10 +48,11 @@ from index import WORDS, change, generate  # noqa: E402
 from recall import QUESTIONS, Case, Tally, Target, load_cases, queries_of, score, table  # noqa: E402
 
 from codejury.models.providers import ProviderSpec  # noqa: E402
+from codejury.repocontext.embeddings import Embedder, Vectors  # noqa: E402
 from codejury.repocontext.index import RepoIndex, build_index  # noqa: E402
 from codejury.repocontext.retrieval import RetrievalConfig, Retriever, open_retriever  # noqa: E402
 from codejury.repocontext.store import VECTOR_FILE, IndexCache, default_cache_dir  # noqa: E402
-from codejury.repocontext.vectors import ChunkVectors, embed_index, open_vector_cache  # noqa: E402
+from codejury.repocontext.vectors import ChunkVectors, VectorStore, embed_index, open_vector_cache  # noqa: E402
 from codejury.testing import FakeProviderServer  # noqa: E402
 
 CHANGED = 20
@@ -178,10 +183,30 @@ def plumbing(args: argparse.Namespace) -> int:
         return 0 if ok else 1
 
 
+class _Remembered:
+    """An embedder whose answers are kept in the vector store too (queries included): a second run of the
+    recall embeds nothing it embedded before."""
+
+    def __init__(self, embedder: Embedder, store: VectorStore) -> None:
+        self.embedder, self.store = embedder, store
+        self.name = embedder.name
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        digests = [hashlib.sha256(t.encode("utf-8", errors="surrogatepass")).digest()[:16] for t in texts]
+        known = dict(self.store.vectors(self.name, list(set(digests))))
+        missing = [(d, t) for d, t in zip(digests, texts, strict=True) if d not in known]
+        if missing:
+            fresh = self.embedder.embed([t for _, t in missing])
+            rows = [(d, v.astype(np.float32).tobytes()) for (d, _), v in zip(missing, fresh, strict=True)]
+            self.store.save(self.name, (), rows)
+            known.update(rows)
+        return np.vstack([np.frombuffer(known[d], dtype=np.float32) for d in digests])
+
+
 def recall(args: argparse.Namespace) -> int:
     """Recall on a dataset of reviewed pull requests with a real embeddings server."""
     from codejury.repocontext import embeddings
-    from codejury.repocontext.embeddings import Embedder, Reranker
+    from codejury.repocontext.embeddings import Reranker
 
     # A model on a few busy CPU cores embeds about a chunk a second: one request at a time, each allowed
     # --embed-timeout (a review's own limits stay as they are).
@@ -199,7 +224,8 @@ def recall(args: argparse.Namespace) -> int:
     cache = open_vector_cache(store)
     where = "pgvector (PostgreSQL)" if store.startswith("postgresql") else "SQLite + NumPy"
     print(f"embeddings: {args.embeddings_model} at {args.embeddings_url}; vectors in {where}; k = {args.k}")
-    tally, skipped, embed_s, chunks = Tally(), [], 0.0, 0
+    tally, skipped, embed_s, chunks, done = Tally(), [], 0.0, 0, []
+    remembered = _Remembered(embedder, cache)
     indexed = [(case, build_index(case.corpus)) for case in load_cases(Path(args.dataset), work, args.case or ())]
     indexed.sort(key=lambda pair: len(pair[1].chunks))  # the smallest first: a run cut short has measured the most
     for case, index in indexed:
@@ -209,8 +235,13 @@ def recall(args: argparse.Namespace) -> int:
         vectors: ChunkVectors = embed_index(index, embedder, cache)
         embed_s += vectors.stats.seconds
         chunks += len(index.chunks)
-        fresh = partial(Retriever, index, vectors=vectors, embedder=embedder, reranker=reranker)
+        fresh = partial(Retriever, index, vectors=vectors, embedder=remembered, reranker=reranker)
         score(case, fresh, args.k, tally, reranker is not None)
+        done.append(case.name)
+        so_far = [f"{len(done)} cases: {', '.join(done)}"]
+        for question in QUESTIONS:
+            so_far += ["", *table(tally, question, args.k, reranker is not None)]
+        (work / "recall-so-far.txt").write_text("\n".join(so_far) + "\n", encoding="utf-8")
         print(
             f"{case.name}: {len(index.chunks):,} chunks ({vectors.stats.embedded:,} embedded now, "
             f"{vectors.stats.seconds:.0f} s), {len(case.queries)} queries, {len(case.targets)} comments",

@@ -101,6 +101,8 @@ class RetrievalSettings:
     """``provider:model`` of a /rerank endpoint, or ``reviewer``: each reviewer's own model reranks its searches."""
     rerank_candidates: int = 30
     rerank_prompt_tokens: int = 4_000
+    vector_store: str | None = None
+    """A ``postgresql://`` URL whose pgvector tables hold the chunk vectors; None: the local index cache."""
 
 
 @dataclass(frozen=True)

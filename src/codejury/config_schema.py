@@ -257,6 +257,14 @@ class RetrievalTable(_Table):
         "query and candidates together (counted at 3 characters a token, and never past the model's context "
         "window); candidates that do not fit keep their fused place after the ranked ones.",
     )
+    vector_store: Annotated[str, Field(pattern=r"^postgres(ql)?://"), TypeLabel("postgresql:// URL")] | None = Field(
+        default=None,
+        description="Where chunk vectors are kept: a PostgreSQL database with the pgvector extension "
+        "(postgresql://USER@HOST:PORT/DATABASE; the password from PGPASSWORD or ~/.pgpass, never in the URL), "
+        "shared by every worker of a review service, so a repository is embedded once whichever worker reviews "
+        "it. Default: the local index cache (a SQLite file). A store that cannot be used is one line, and "
+        "chunks are embedded again.",
+    )
 
 
 class FileTable(_Table):

@@ -137,6 +137,7 @@ def _search(
         embed_budget_s=None,
         rerank_prompt_tokens=given.rerank_prompt_tokens,
         embeddings_providers=plugins.embeddings,
+        vector_store=given.vector_store,
     )
     context = RepoContext(root, cache_dir=store.default_cache_dir(), retrieval=config)
     retriever = context.retriever()

@@ -190,6 +190,7 @@ def _repo_context(run: ReviewRun) -> RepoContext:
         run.options.env,
         rerank_prompt_tokens=given.rerank_prompt_tokens,
         embeddings_providers=run.config.embeddings_providers,
+        vector_store=given.vector_store,
     )
     return RepoContext(
         run.change.root if head is None else None,

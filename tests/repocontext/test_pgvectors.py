@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from codejury.models.providers import ProviderSpec
-from codejury.repocontext import build_index
+from codejury.repocontext import RepoContext, build_index
 from codejury.repocontext.embeddings import Embedder
 from codejury.repocontext.pgvectors import PgVectorCache
 from codejury.repocontext.retrieval import RetrievalConfig, open_retriever
@@ -146,3 +146,20 @@ def test_an_unreachable_store_reads_as_a_miss() -> None:
     assert store.places([b"x"]) == {} and list(store.vectors("m", [b"x"])) == []
     store.save("m", [(b"p", b"d")], [(b"d", np.ones(4, dtype=np.float32).tobytes())])
     store.close()
+
+
+def test_the_vector_store_setting_puts_a_reviews_vectors_in_pgvector(
+    pgvector_database: Callable[[], str], server: FakeProviderServer, repo: Path, tmp_path: Path
+) -> None:
+    url = pgvector_database()
+    providers = {"team": ProviderSpec("team", "openai-compatible", base_url=server.openai_base_url)}
+    config = RetrievalConfig(f"team:{EMBED}", providers=providers, vector_store=url)
+    context = RepoContext(repo, cache_dir=tmp_path / "cache", retrieval=config)
+    index = context.index()
+    retriever = context.retriever()
+    assert index is not None and retriever is not None and retriever.vectors is not None
+    with psycopg.connect(url) as db:
+        stored = db.execute("SELECT count(*) FROM codejury_chunk_vectors").fetchone()
+    assert stored == (len(index.chunks),) and not (tmp_path / "cache" / "vectors.sqlite3").exists()
+    assert isinstance(retriever.embedder, Embedder)
+    retriever.embedder.close()

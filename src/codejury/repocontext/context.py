@@ -96,7 +96,9 @@ class RepoContext:
                     cache_dir = self.cache_dir or store.default_cache_dir()
                     cache = IndexCache(cache_dir) if self.use_cache else None
                     index = build_index(self.root, head=self.head, commit=self.commit, cache=cache)
-                    vector_cache = cache_dir / store.VECTOR_FILE if self.use_cache else None
+                    vector_cache: Path | str | None = cache_dir / store.VECTOR_FILE if self.use_cache else None
+                    if self.retrieval.vector_store:
+                        vector_cache = self.retrieval.vector_store
                     try:
                         self._retriever = open_retriever(index, self.retrieval, vector_cache)
                     except Exception as exc:  # vectors are help too: BM25 goes on without them

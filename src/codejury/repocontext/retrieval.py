@@ -297,6 +297,9 @@ class RetrievalConfig:
     """The whole prompt of a model rerank call (``rerank_model = "reviewer"``), instructions included."""
     embeddings_providers: Mapping[str, EmbeddingsFactory] = field(default_factory=dict)
     """Embeddings providers plugins registered (``codejury_register_embeddings``), by name."""
+    vector_store: str | None = None
+    """A ``postgresql://`` URL: the vectors live in its pgvector tables (``pgvectors.py``), shared by every worker;
+    None: in the SQLite file of the index cache."""
 
     @property
     def reranks_with_model(self) -> bool:
