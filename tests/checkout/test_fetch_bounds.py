@@ -13,6 +13,7 @@ import pytest
 from codejury.checkout.cache import Remote, RepoCache
 from codejury.testing.github import FakeGitHub
 from tests.forges.test_ci_checkout import git, upstream
+from tests.timing import FOREVER, limit
 
 TOKEN = "ghs_fetch_bounds_token_0001"
 BIG = 6 * 1024 * 1024
@@ -53,14 +54,12 @@ def test_the_cap_stops_the_download_as_it_is_passed(forge: FakeGitHub, tmp_path:
     forge.git.rate_bytes_s = 4 * 1024 * 1024  # a network: the pack takes seconds, not a burst
     cap = 512 * 1024
     cache = RepoCache(tmp_path / "cache", max_repo_bytes=cap)
-    started = time.monotonic()
     side = cache.head_side(remote(forge), head, ["reports.py"])
-    elapsed = time.monotonic() - started
     assert side.root is None and side.missing is not None
     assert "the download was stopped at" in side.missing and "over the cache's 512 KB per repository" in side.missing
     [sent] = [n for n in packs(forge) if n > 0] or [0]
     assert cap < sent < 3 * cap, sent  # read past the cap by a few pieces at most, not the whole pack
-    assert sent < BIG / 4 and elapsed < BIG / forge.git.rate_bytes_s
+    assert sent < BIG / 4  # the bytes, not the clock: the whole pack would take 1.5 s at this rate
     assert not list((tmp_path / "cache").glob("*.git"))  # nothing else was in it: removed with the partial pack
 
 
@@ -71,7 +70,7 @@ def test_a_fetch_that_stalls_ends_at_its_timeout(forge: FakeGitHub, tmp_path: Pa
     cache = RepoCache(tmp_path / "cache", fetch_timeout_s=1.5)
     started = time.monotonic()
     side = cache.head_side(remote(forge), head, ["reports.py"])
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < limit(1.5, hung_s=FOREVER)  # the stall lasts until the test ends
     assert side.root is None and side.missing is not None and "no answer within 1.5 s" in side.missing
 
 
