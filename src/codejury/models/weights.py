@@ -34,6 +34,7 @@ class WeightsSpec:
     size: int
     sha256: str
     extra: str = "local"
+    title: str = "the embedded model"
 
     @property
     def install(self) -> str:
@@ -62,6 +63,7 @@ SMALL_WEIGHTS = WeightsSpec(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     extra="dev",
+    title="the local model qwen2.5-coder-0.5b",
 )
 
 NAMED_MODELS: dict[str, tuple[str, WeightsSpec]] = {
@@ -113,7 +115,7 @@ def ensure_model_file(
         return target
     if target.is_file() and target.stat().st_size == spec.size:
         # A complete file without a valid marker (another process just renamed it): hash it in place.
-        if _hash_file(target, spec.size, progress, "Verifying") == spec.sha256:
+        if _hash_file(target, spec, progress, "Verifying") == spec.sha256:
             _write_marker(target, spec)
             return target
         target.unlink(missing_ok=True)
@@ -134,7 +136,7 @@ def _assemble(parts: Sequence[Path], target: Path, spec: WeightsSpec, progress: 
     digest = hashlib.sha256()
     size = 0
     try:
-        with os.fdopen(fd, "wb") as out, _progress(progress, "Assembling", spec.size) as advance:
+        with os.fdopen(fd, "wb") as out, _progress(progress, f"Assembling {spec.title}", spec.size) as advance:
             for part in parts:
                 with part.open("rb") as src:
                     while chunk := src.read(_CHUNK):
@@ -158,10 +160,10 @@ def _assemble(parts: Sequence[Path], target: Path, spec: WeightsSpec, progress: 
     os.replace(tmp, target)
 
 
-def _hash_file(path: Path, size: int, progress: bool, label: str) -> str:
+def _hash_file(path: Path, spec: WeightsSpec, progress: bool, label: str) -> str:
     """The sha256 of a file, with a progress bar."""
     digest = hashlib.sha256()
-    with path.open("rb") as src, _progress(progress, label, size) as advance:
+    with path.open("rb") as src, _progress(progress, f"{label} {spec.title}", spec.size) as advance:
         while chunk := src.read(_CHUNK):
             digest.update(chunk)
             advance(len(chunk))
@@ -208,7 +210,7 @@ def _progress(enabled: bool, label: str, total: int) -> Iterator[Callable[[int],
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = Console(file=sys.stderr)
-    text = f"{label} the embedded model (once; {total / 1e9:.1f} GB)"
+    text = f"{label} (once; {total / 1e9:.1f} GB)"
     if not console.is_terminal:
         console.print(f"codejury: {text}…", highlight=False, markup=False)
         yield lambda _n: None
