@@ -74,6 +74,9 @@ def test_a_name_that_was_one_on_the_base_side_is_skipped_and_a_new_one_is_review
     renamed = replace(change(path, status="renamed"), old_path="old/" + path.rsplit("/", 1)[-1])
     assert reasons(renamed) == {path: kind}
     assert reasons(change(path, 'eval(q.get("code"))')) == {path: None}  # a name is the author's claim
+    # GitHub's adapter names an added file's own path as its old path: that is no base side
+    added = replace(change(path, 'eval(q.get("code"))'), old_path=path)
+    assert reasons(added) == {path: None}
 
 
 @pytest.mark.parametrize("path", ["web/app.min.js", "web/auth.bundle.js", "web/site.min.css"])

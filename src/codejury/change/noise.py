@@ -100,7 +100,8 @@ def _not_hand_editable(fc: FileChange, read_full: Callable[[str], str | None] | 
     kind = _name_kind(fc.path)
     if kind is None:
         return None
-    if fc.status == "modified" or (fc.old_path is not None and _name_kind(fc.old_path) == kind):
+    moved = fc.status in ("renamed", "copied") and fc.old_path is not None  # a forge may name an added file's
+    if fc.status == "modified" or (moved and _name_kind(fc.old_path or "") == kind):  # old path as its own
         return kind
     text = _whole_text(fc, read_full)
     if kind == "lock file":
