@@ -16,7 +16,7 @@ No real embeddings model is used: the fake's vectors are hashed words, so these 
 the plumbing (requests, the vector cache, the NumPy search, fusion), not retrieval quality.
 The update must embed exactly the 20 new functions again: any other count sets the exit status.
 
-Recall (``recall.py``): with ``--dataset DIR`` (a ``cases.jsonl`` with git bundles, such as aacr-dev)
+Recall (``_recall.py``): with ``--dataset DIR`` (a ``cases.jsonl`` with git bundles, such as aacr-dev)
 and a real embeddings server (``--embeddings-url``, ``--embeddings-model``: the OpenAI-compatible
 ``/embeddings`` a user configures), prints recall@k of the commented code by context level (Diff, File,
 Repo) for BM25 alone, vectors alone, hybrid and, with ``--rerank-model``, hybrid + rerank. Vectors are
@@ -44,8 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _recall import QUESTIONS, Case, Tally, Target, load_cases, queries_of, score, table  # noqa: E402
 from index import WORDS, change, generate  # noqa: E402
-from recall import QUESTIONS, Case, Tally, Target, load_cases, queries_of, score, table  # noqa: E402
 
 from codejury.models.providers import ProviderSpec  # noqa: E402
 from codejury.repocontext.embeddings import Embedder, Vectors  # noqa: E402
