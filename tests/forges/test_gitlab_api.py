@@ -68,6 +68,35 @@ async def test_diffs_become_file_changes(api: GitLabAPI) -> None:
     assert app.added_lines == {10, 21} and new.added_lines == {1, 2}
 
 
+def test_a_diff_gitlab_left_out_is_a_file_shown_without_text() -> None:
+    """GitLab sends ``diff: ""`` with ``collapsed`` or ``too_large`` for a diff it will not show: the file
+    is then shown without text (judged by its head bytes), never an empty change such as a pure rename."""
+    listed = {"old_path": "reports.py", "new_path": "search.py", "a_mode": "100644", "b_mode": "100644",
+              "new_file": False, "renamed_file": True, "deleted_file": False, "generated_file": False}  # fmt: skip
+    collapsed = MRDiff.from_json({**listed, "diff": "", "collapsed": True, "too_large": False}).file_change()
+    assert (collapsed.path, collapsed.old_path, collapsed.status) == ("search.py", "reports.py", "renamed")
+    assert collapsed.is_binary and not collapsed.hunks
+    big = {**listed, "old_path": "app.py", "new_path": "app.py", "renamed_file": False}
+    too_large = MRDiff.from_json({**big, "diff": "", "collapsed": False, "too_large": True}).file_change()
+    assert (too_large.status, too_large.is_binary) == ("modified", True)
+    pure = MRDiff.from_json({**listed, "diff": "", "collapsed": False, "too_large": False}).file_change()
+    assert (pure.status, pure.is_binary, pure.hunks) == ("renamed", False, ())  # a pure rename stays one
+    older = MRDiff.from_json({**listed, "diff": ""})  # an older GitLab without the fields
+    assert not (older.collapsed or older.too_large or older.file_change().is_binary)
+    shown = MRDiff.from_json({**listed, "diff": "@@ -1 +1 @@\n-a\n+b\n", "collapsed": True}).file_change()
+    assert not shown.is_binary and shown.added_lines == {1}  # the text is there: it is read
+
+
+async def test_the_fake_collapses_a_diff_as_gitlab_does(gl: FakeGitLab, api: GitLabAPI) -> None:
+    gl.collapse(1, 7, "app.py")
+    gl.collapse(1, 7, "new.py", too_large=True)
+    _, diffs = await app_change(api)
+    app, new = diffs["app.py"], diffs["new.py"]
+    assert (app.diff, app.collapsed, app.too_large) == ("", True, False)
+    assert (new.diff, new.collapsed, new.too_large) == ("", False, True)
+    assert app.file_change().is_binary and new.file_change().is_binary
+
+
 async def test_discussions_and_notes_follow_every_page(gl: FakeGitLab, api: GitLabAPI) -> None:
     for n in range(130):
         gl.add_discussion(1, 7, f"thread {n}")

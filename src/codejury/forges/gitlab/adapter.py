@@ -6,7 +6,8 @@
   Developer access or more who is not the bot (the others are dropped and named in the
   summary). Repository config, instructions, repository reviewers and rules come from the
   target branch: the MR's base commit, read ahead through the API (``prefetch_base``), never
-  from the MR's head. The head checkout is used as the tools' root only in CI when its HEAD is
+  from the MR's head (with the old text of a moved file whose diff GitLab collapsed, so it is
+  diffed against it). The head checkout is used as the tools' root only in CI when its HEAD is
   the MR's head commit. ``load_previous`` reads the bot's summary and threads (once a run;
   ``load_change`` does it first, so reviewers are told what the last review found and which
   files changed since its head commit); markers are trusted only on notes the token's own user
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
@@ -76,7 +77,13 @@ def _file_change(diff: MRDiff) -> FileChange:
     except (IndexError, ValueError, ForgeError, InputError):
         status = "added" if diff.new_file else "deleted" if diff.deleted_file else "modified"
         path = diff.old_path if diff.deleted_file else diff.new_path
-        return FileChange(path=path, old_path=diff.old_path, status=status)  # type: ignore[arg-type]
+        return FileChange(path=path, old_path=diff.old_path, status=status, is_binary=diff.text_left_out)  # type: ignore[arg-type]
+
+
+def _moved_unshown(files: Sequence[FileChange]) -> list[str]:
+    """The old paths of the moved files GitLab listed without their diff's text (collapsed or too large):
+    read from the base so that ``change.noise.settled`` diffs such a file against its old text."""
+    return [f.old_path for f in files if f.status in ("renamed", "copied") and f.old_path and f.is_binary]
 
 
 class GitLabMergeRequest(ForgeAdapter):
@@ -153,11 +160,13 @@ class GitLabMergeRequest(ForgeAdapter):
             notes = tg.create_task(self.api.notes(project, iid))
 
             async def read_base() -> PrefetchedBase:  # the instructions governing the changed files too
+                listed = [_file_change(d) for d in await diffs]
                 return await prefetch_base(
                     functools.partial(self.api.file_text, project, ref=base_sha),
                     functools.partial(self.api.tree, project, ref=base_sha),
                     concurrency=CONCURRENCY,
-                    changed=[_file_change(d).path for d in await diffs],
+                    changed=[f.path for f in listed],
+                    moved=_moved_unshown(listed),
                 )
 
             base = tg.create_task(read_base())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from codejury.change.diffparse import parse_diff
@@ -61,7 +61,11 @@ class MergeRequest:
 
 @dataclass(frozen=True)
 class MRDiff:
-    """One file of the MR's diff as GitLab shows it (``diff`` starts at the first ``@@``)."""
+    """One file of the MR's diff as GitLab shows it (``diff`` starts at the first ``@@``).
+
+    ``collapsed`` / ``too_large``: GitLab left the diff's text out (``diff`` is then ""), for a diff it
+    collapses (over its size or line limits) or finds too large to show at all.
+    """
 
     old_path: str
     new_path: str
@@ -69,21 +73,33 @@ class MRDiff:
     new_file: bool = False
     renamed_file: bool = False
     deleted_file: bool = False
+    collapsed: bool = False
+    too_large: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MRDiff:
-        flags = (bool(data.get(k)) for k in ("new_file", "renamed_file", "deleted_file"))
+        flags = (bool(data.get(k)) for k in ("new_file", "renamed_file", "deleted_file", "collapsed", "too_large"))
         return cls(str(data["old_path"]), str(data["new_path"]), str(data.get("diff") or ""), *flags)
 
+    @property
+    def text_left_out(self) -> bool:
+        """Whether GitLab listed the file without its diff's text (collapsed or too large)."""
+        return not self.diff and (self.collapsed or self.too_large)
+
     def file_change(self) -> FileChange:
-        """The same file as codejury's ``FileChange``, hunks parsed from GitLab's own diff."""
+        """The same file as codejury's ``FileChange``, hunks parsed from GitLab's own diff.
+
+        A file whose diff GitLab left out (``text_left_out``) is shown without text (``is_binary``, as a
+        forge's file listed without a patch): ``change.noise.settled`` then judges it by the head commit's
+        bytes, so a collapsed rename with changes is not taken for a pure rename.
+        """
         old = "/dev/null" if self.new_file else f"a/{self.old_path}"
         new = "/dev/null" if self.deleted_file else f"b/{self.new_path}"
         header = f"diff --git a/{self.old_path} b/{self.new_path}\n"
         if self.renamed_file:
             header += f"rename from {self.old_path}\nrename to {self.new_path}\n"
         parsed = parse_diff(f"{header}--- {old}\n+++ {new}\n{self.diff}")
-        return parsed[0]
+        return replace(parsed[0], is_binary=True) if self.text_left_out else parsed[0]
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ class DiffFile:
     new_file: bool = False
     deleted_file: bool = False
     renamed_file: bool = False
+    collapsed: bool = False  # GitLab left the diff's text out (``diff`` is then ""): ``GitLabState.collapse``
+    too_large: bool = False
     # (old_line, new_line) as GitLab reports a line (None on the side it is absent) -> line code
     lines: dict[tuple[int | None, int | None], str] = field(default_factory=dict)
     order: dict[str, int] = field(default_factory=dict)  # line code -> index in the diff
@@ -89,7 +91,8 @@ class DiffFile:
     def json(self) -> dict[str, Any]:
         return {"old_path": self.old_path, "new_path": self.new_path, "a_mode": "100644", "b_mode": "100644",
                 "new_file": self.new_file, "renamed_file": self.renamed_file, "deleted_file": self.deleted_file,
-                "generated_file": False, "diff": self.diff}  # fmt: skip
+                "generated_file": False, "collapsed": self.collapsed, "too_large": self.too_large,
+                "diff": self.diff}  # fmt: skip
 
 
 @dataclass

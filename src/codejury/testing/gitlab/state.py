@@ -163,6 +163,16 @@ class GitLabState:
             self._system_note(mr, f"added 1 commit\n\n* {head[:8]} - new commit")
             return mr.versions[0].refs()
 
+    def collapse(self, project_id: int, iid: int, path: str, *, too_large: bool = False) -> None:
+        """GitLab leaves the text of ``path``'s diff out of the MR's newest version, as it does for a diff it
+        collapses (``too_large=True``: one it finds too large): ``diff`` "", the flag set, no line codes."""
+        with self._lock:
+            version = self._projects[project_id].mrs[iid].versions[0]
+            diff_file = next(f for f in version.files if path in (f.new_path, f.old_path))
+            diff_file.diff, diff_file.collapsed, diff_file.too_large = "", not too_large, too_large
+            diff_file.lines.clear()
+            diff_file.order.clear()
+
     def add_note(self, project_id: int, iid: int, body: str, *, author: str = "bob", system: bool = False) -> int:
         """A top-level comment by ``author`` (no quick actions run); returns the note id."""
         with self._lock:
