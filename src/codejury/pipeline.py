@@ -21,7 +21,7 @@ from codejury.agents.prompts import shared_context
 from codejury.analyzers.stage import evidence_stage
 from codejury.change.break_glass import break_glass_requested
 from codejury.change.classify import tier_stage
-from codejury.change.noise import filter_stage
+from codejury.change.noise import filter_stage, unread_code_note
 from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
 from codejury.errors import ModelSetupError, ReviewFailed
@@ -224,6 +224,10 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
     selection = Selection(tuple(kept), tuple(skipped), tier, tuple(names), models)
     opts.events.redactor.add(provider_key_values(config.providers, opts.env))
     run = ReviewRun(change, config, opts, selection, price_table(config.settings), break_glass)
+    # A file of code skipped for a reason the change's author controls (binary or too large, a new minified
+    # file): the review did not read it whole, so it cannot pass it (change.noise).
+    if (unread := unread_code_note(selection.skipped)) is not None:
+        run.withhold(unread)
     if change.head_unread:  # the analyzers could not read what they were to check: never approved around
         run.withhold(change.head_unread)
     return run

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from codejury.change.noise import unread_code_note
 from codejury.change.types import ChangeSet, FileChange
 from codejury.config import ReviewConfig, Settings
 from codejury.findings import Disagreement, Plan, Review, SkippedFile, Tier
@@ -117,13 +116,6 @@ class ReviewRun:
     started: float = field(default_factory=time.monotonic)
     withheld: list[str] = field(default_factory=list)
     """Why this review may not approve, one line each (``withhold``)."""
-
-    def __post_init__(self) -> None:
-        # A file of code skipped for a reason the change's author controls (binary or too large, a new
-        # minified file): the review did not read it whole, so it cannot pass it (change.noise).
-        note = unread_code_note(self.selection.skipped)
-        if note is not None:
-            self.withhold(note)
 
     @property
     def events(self) -> EventLog:
