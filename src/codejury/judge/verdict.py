@@ -205,13 +205,11 @@ def verdict_stage(
     ``stopped`` says why the review stopped early (its cost ceiling): such a review is partial,
     and like an unjudged one it is never an approval.
     """
+    from codejury.judge.grounding import dropped as drop  # the judge's stage is loaded by now (not the CLI's rubric)
+
     findings, below = split_by_confidence(judgement.findings, run.settings.confidence_threshold)
-    dropped = {**judgement.dropped, **({BELOW_CONFIDENCE: len(below)} if below else {})}
-    for f in below:  # kept aside in ``below_threshold``, never published: each one an event
-        run.events.emit(
-            "finding_dropped", reviewer=f.reviewer, reason=BELOW_CONFIDENCE, path=f.path, line=f.start_line,
-            evidence=list(f.evidence),
-        )  # fmt: skip
+    dropped = dict(judgement.dropped)
+    drop(run, dropped, BELOW_CONFIDENCE, below)  # kept aside in ``below_threshold``, never published: each an event
     withheld = list(run.withheld)
     verdict = decide_verdict(
         findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None, withheld=bool(withheld)
