@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from genai_prices.data_snapshot import DataSnapshot, set_custom_snapshot
@@ -89,9 +90,23 @@ def test_claude_3_haiku_cache_prices_are_anthropics_published_ones() -> None:
 def test_a_model_the_hand_table_did_not_know_gets_genai_prices_price(
     spec: str, expected: tuple[float, float, float]
 ) -> None:
-    price = PriceTable().price(spec)
+    price = PriceTable(clock=lambda: PEAK).price(spec)
     assert price is not None
     assert (price.input, price.output, price.cache_read) == pytest.approx(expected)
+
+
+#: 10:00 UTC on a weekday: outside DeepSeek's off-peak hours (16:30 to 00:30 UTC) in genai-prices' data.
+PEAK = datetime(2026, 6, 2, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("hour", [17, 23, 0])
+def test_a_price_by_the_time_of_day_is_the_one_in_force_when_priced(hour: int) -> None:
+    """DeepSeek bills half price off-peak: a review run in those hours is priced at that rate."""
+    off_peak = datetime(2026, 6, 2, hour, 0, tzinfo=UTC)
+    peak = PriceTable(clock=lambda: PEAK).price("deepseek:deepseek-chat")
+    cheap = PriceTable(clock=lambda: off_peak).price("deepseek:deepseek-chat")
+    assert peak is not None and cheap is not None
+    assert (cheap.input, cheap.output) == pytest.approx((peak.input / 2, peak.output / 2))
 
 
 def test_a_provider_without_a_cache_price_bills_cached_tokens_at_the_input_price() -> None:

@@ -18,6 +18,9 @@ A model none of these price is *unpriced*: its calls count as $0. ``PriceTable.u
 ``unpriced_line`` says so in one line (what a spend cap cannot count), which ``warn_unpriced`` shows once
 per process.
 
+genai-prices dates some prices and prices some models by the time of day (DeepSeek's off-peak hours at half
+price): a ``PriceTable`` prices at its clock's time (the current time unless given one), to the minute.
+
 genai-prices may price a model in tiers (Anthropic's and Google's long-context rates above 200k input
 tokens per request). codejury sums usage over an agent's requests, so a tier threshold cannot be applied
 to the sum: the base price is used, which under-counts a request past the threshold.
@@ -29,6 +32,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
@@ -78,8 +82,11 @@ FREE = ModelPrice(0.0, 0.0, 0.0, 0.0)
 class PriceTable:
     """Prices per model string: the user's overrides, then free by design, then genai-prices' bundled data."""
 
-    def __init__(self, overrides: Mapping[str, ModelPrice] | None = None) -> None:
+    def __init__(
+        self, overrides: Mapping[str, ModelPrice] | None = None, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self._overrides = {_normalise(k): v for k, v in (overrides or {}).items()}
+        self._clock = clock or _utc_now
 
     def price(self, spec: str) -> ModelPrice | None:
         """The price of ``spec`` with cache prices filled in, or None when unknown (unpriced)."""
@@ -89,7 +96,7 @@ class PriceTable:
             return _fill_cache_prices(spec, found)
         if is_free_by_design(spec):
             return FREE
-        return genai_price(spec)
+        return genai_price(spec, _to_the_minute(self._clock()))
 
     def is_known(self, spec: str) -> bool:
         """Whether ``spec`` has a price (a model free by design does: zero)."""
@@ -127,11 +134,21 @@ def is_free_by_design(spec: str) -> bool:
     return _normalise(spec).partition(":")[0] in FREE_PROVIDERS
 
 
-@lru_cache(maxsize=4096)
-def genai_price(spec: str) -> ModelPrice | None:
-    """``spec``'s price in genai-prices' bundled data (see the module's notes), or None.
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
-    The price is today's (genai-prices dates some price changes); a tiered price is taken at its base.
+
+def _to_the_minute(when: datetime) -> datetime:
+    """``when`` in UTC without seconds: the key prices are cached by (no price changes within a minute)."""
+    return when.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+@lru_cache(maxsize=4096)
+def genai_price(spec: str, when: datetime) -> ModelPrice | None:
+    """``spec``'s price in genai-prices' bundled data (see the module's notes) at ``when``, or None.
+
+    The price is the one in force at ``when`` (genai-prices dates some price changes and prices some
+    models by the time of day); a tiered price is taken at its base.
     Cache prices genai-prices leaves out are the plain input price: a provider that does not list a
     cache price does not discount cached tokens, and OpenAI does not bill cache writes apart.
     """
@@ -143,9 +160,9 @@ def genai_price(spec: str) -> ModelPrice | None:
     provider = next((p for p in providers if p.id == wanted), None)
     if provider is not None:  # a provider genai-prices knows: its models (and those it serves for others)
         model = provider.find_model(model_name, all_providers=providers)
-        return None if model is None else _token_price(model)
+        return None if model is None else _token_price(model, when)
     # A gateway or OpenAI-compatible server: the model name alone, when every match has one price.
-    found = {_token_price(m) for p in providers if (m := p.find_model(model_name)) is not None}
+    found = {_token_price(m, when) for p in providers if (m := p.find_model(model_name)) is not None}
     found.discard(None)
     return found.pop() if len(found) == 1 else None
 
@@ -158,8 +175,9 @@ def genai_prices_version() -> str:
 
 
 def priced_model_count() -> int:
-    """How many models genai-prices' bundled data gives a token price."""
-    return sum(1 for p in _bundled_providers() for m in p.models if _token_price(m) is not None)
+    """How many models genai-prices' bundled data gives a token price now."""
+    now = _utc_now()
+    return sum(1 for p in _bundled_providers() for m in p.models if _token_price(m, now) is not None)
 
 
 @cache
@@ -171,10 +189,8 @@ def _bundled_providers() -> list[Provider]:
     return providers
 
 
-def _token_price(model: ModelInfo) -> ModelPrice | None:
-    from datetime import UTC, datetime
-
-    prices = model.get_prices(datetime.now(UTC))
+def _token_price(model: ModelInfo, when: datetime) -> ModelPrice | None:
+    prices = model.get_prices(when)
     input_price = _base(prices.input_mtok)
     if input_price is None:
         return None  # no token price (a model billed per request, image or second; or none listed)
