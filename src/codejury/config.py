@@ -140,6 +140,8 @@ class Settings:
     votes_needed: int | None = None
     """Samples that must agree on a finding; None: a majority."""
     weak_panel: str = _DEFAULT.weak_panel
+    describe: bool = _DEFAULT.describe
+    """False: no walkthrough of the change is written (one line says so)."""
     """``single``: a weak model's built-in specialists collapse into one generalist call; ``panel``: one call each."""
     max_unproven: int = _DEFAULT.max_unproven
     """Advisory findings of weak models published per review; the rest are counted as dropped."""

@@ -342,6 +342,12 @@ class FileTable(_Table):
         "place of the security, performance, code quality, documentation and release reviewers (the AGENTS.md, "
         "compliance and your own reviewers still run); panel, one call per reviewer.",
     )
+    describe: bool = Field(
+        default=True,
+        description="Write a walkthrough of each reviewed change (what it does, its files by purpose, a diagram of a "
+        "new or rerouted flow) with the coordinator's model; false: none, and the review says so in one line. A "
+        "trivial change gets none.",
+    )
     max_unproven: int = Field(
         default=1,
         ge=0,
