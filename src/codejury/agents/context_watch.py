@@ -18,10 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
-from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.settings import ModelSettings
 
-from codejury.models.hooked import HookedModel
+from codejury.models.hooked import HookedModel, ModelCall
 from codejury.models.profiles import ResolvedModel
 from codejury.record.events import EventLog
 
@@ -58,19 +56,14 @@ class ContextWatch(HookedModel):
         self.events = events
         self.warned = False
 
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
+    async def _request(self, call: ModelCall) -> ModelResponse:
         try:
-            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+            response = await call.to(self.wrapped)
         except Exception:
-            self.check(estimate_tokens(messages), estimated=True)  # a prompt too large fails: still say so
+            self.check(estimate_tokens(call.messages), estimated=True)  # a prompt too large fails: still say so
             raise
         reported = response.usage.input_tokens
-        self.check(reported if reported > 0 else estimate_tokens(messages), estimated=reported <= 0)
+        self.check(reported if reported > 0 else estimate_tokens(call.messages), estimated=reported <= 0)
         return response
 
     def _outgoing(self, messages: list[ModelMessage]) -> list[ModelMessage]:

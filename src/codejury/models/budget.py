@@ -25,14 +25,13 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
-from pydantic_ai.settings import ModelSettings
+from pydantic_ai.models import Model, StreamedResponse
 from pydantic_ai.usage import RequestUsage
 
 from codejury.config import Settings
 from codejury.errors import CodejuryError
 from codejury.findings import Usage
-from codejury.models.hooked import HookedModel
+from codejury.models.hooked import HookedModel, ModelCall
 from codejury.models.pricing import PriceTable, unpriced_line, warn_unpriced
 from codejury.resilience import AgentWatch
 
@@ -117,26 +116,21 @@ class MeteredModel(HookedModel):
     def _count(self, usage: RequestUsage) -> None:
         self.budget.add(self.watch.last_answered or self.spec, usage)
 
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
+    async def _request(self, call: ModelCall) -> ModelResponse:
         """The wrapped request, abandoned as soon as the review's ceiling is reached by any other call."""
         self.budget.check()
-        call = asyncio.ensure_future(self.wrapped.request(messages, model_settings, model_request_parameters))
+        answer = asyncio.ensure_future(call.to(self.wrapped))
         spent = asyncio.ensure_future(self.budget.wait_reached())
         try:
-            await asyncio.wait((call, spent), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((answer, spent), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (call, spent):
+            for task in (answer, spent):
                 if not task.done():
                     task.cancel()
-            await asyncio.gather(call, spent, return_exceptions=True)
-        if call.cancelled() or (self.budget.reached and call.exception() is not None):
+            await asyncio.gather(answer, spent, return_exceptions=True)
+        if answer.cancelled() or (self.budget.reached and answer.exception() is not None):
             self.budget.check()  # abandoned, or refused by its chain, because the model calls were stopped
-        response = call.result()  # raises the wrapped model's own error
+        response = answer.result()  # raises the wrapped model's own error
         self._count(response.usage)
         return response
 

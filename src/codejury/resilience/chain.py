@@ -14,7 +14,7 @@ What one agent run tells its models (its deadline, where heartbeats go) and lear
 (which model answered) travels in an explicit ``AgentWatch``: ``model.watched(watch)`` is a
 wrapper for that run only, sharing the chain and its breakers; no context variables.
 
-It is a ``WrapperModel`` around the chain's first model (pydantic-ai ``models/wrapper.py``), so
+It is a ``HookedModel`` (``models.hooked``: a pydantic-ai ``WrapperModel``) around the chain's first model, so
 name, profile, request preparation, tool definitions and output schemas are the first model's and
 pass through unchanged; each model's own ``request`` applies its settings. A chain never crosses
 providers (``build_chain``), so the first model's message preparation fits every model in it.
@@ -24,20 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic_ai._run_context import RunContext
 from pydantic_ai.exceptions import ContentFilterError, OutputTokenLimitExceeded, UnexpectedModelBehavior
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import FunctionModel
-from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
 from codejury.errors import CodejuryError, ConfigError
+from codejury.models.hooked import HookedModel, ModelCall
 from codejury.models.profiles import ResolvedModel
 from codejury.resilience.breaker import BreakerBoard, CircuitBreaker
 from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify
@@ -148,8 +147,10 @@ class _NoStreaming(CodejuryError):
     """The model cannot stream: use its plain ``request``."""
 
 
-class ResilientModel(WrapperModel):
+class ResilientModel(HookedModel):
     """A failback chain of one provider's models behind one pydantic-ai model."""
+
+    replays_streams = True
 
     def __init__(
         self,
@@ -191,14 +192,11 @@ class ResilientModel(WrapperModel):
     def __repr__(self) -> str:
         return f"ResilientModel({', '.join(m.spec for m in self.chain)})"
 
-    # -- pydantic-ai entry points -----------------------------------------------------------------
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        """Walk the chain until a model answers; raise a fatal error at once, ``ChainExhausted`` at the end."""
+    # -- the request ------------------------------------------------------------------------------
+    async def _request(self, call: ModelCall) -> ModelResponse:
+        """Walk the chain until a model answers; raise a fatal error at once, ``ChainExhausted`` at the end.
+
+        A stream is this, replayed (``replays_streams``): failback cannot happen once events were handed out."""
         history: list[tuple[str, str]] = []
         last_error: BaseException | None = None
         attempted = False
@@ -220,7 +218,7 @@ class ResilientModel(WrapperModel):
             if previous is not None:
                 self._emit("model_failback", from_model=previous[0], to_model=resolved.spec, reason=previous[1])
             attempted = True
-            outcome = await self._try_model(resolved, breaker, messages, model_settings, model_request_parameters)
+            outcome = await self._try_model(resolved, breaker, call)
             if isinstance(outcome, ModelResponse):
                 self.watch.answered.append(resolved.spec)
                 return outcome
@@ -231,39 +229,21 @@ class ResilientModel(WrapperModel):
                 raise ChainExhausted(history, last_error, stopped=stopped) from last_error
         raise ChainExhausted(history, last_error) from last_error
 
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
-        """The resilient ``request``, replayed as a stream: failback cannot happen once events were handed out."""
-        response = await self.request(messages, model_settings, model_request_parameters)
-        yield CompletedStreamedResponse(response, model_request_parameters=model_request_parameters, replay_events=True)
-
     # -- one model of the chain -------------------------------------------------------------------
     async def _try_model(
-        self,
-        resolved: ResolvedModel,
-        breaker: CircuitBreaker,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        params: ModelRequestParameters,
+        self, resolved: ResolvedModel, breaker: CircuitBreaker, call: ModelCall
     ) -> ModelResponse | tuple[BaseException, str, str | None]:
         """A response, or (error, reason, why the chain must stop here or None) after a retryable failure."""
-        settings = model_settings
         waited = truncation_retried = False
         while True:
             try:
-                response = await self._attempt(resolved, messages, settings, params)
+                response = await self._attempt(resolved, call)
             except Exception as exc:
                 found = self._classify(exc)
                 self._emit("model_attempt_failed", model=resolved.spec, kind=found.kind, reason=found.reason)
                 if found.kind == "truncated" and not truncation_retried and self._window_allows():
                     breaker.release()
-                    settings, truncation_retried = self._bigger_budget(resolved, settings), True
+                    call, truncation_retried = self._bigger_budget(resolved, call), True
                     continue
                 if found.kind != "retryable":
                     breaker.release()  # not the model's health: a held probe goes back
@@ -288,7 +268,7 @@ class ResilientModel(WrapperModel):
             breaker.record_success()
             if response.finish_reason == "length" and not truncation_retried and self._window_allows():
                 self._emit("model_attempt_failed", model=resolved.spec, kind="truncated", reason="output cut off")
-                settings, truncation_retried = self._bigger_budget(resolved, settings), True
+                call, truncation_retried = self._bigger_budget(resolved, call), True
                 continue
             return response
 
@@ -302,30 +282,24 @@ class ResilientModel(WrapperModel):
             return Classified("retryable", "malformed response from the server")
         return found
 
-    def _bigger_budget(self, resolved: ResolvedModel, settings: ModelSettings | None) -> ModelSettings:
-        merged = merge_model_settings(resolved.model.settings, settings) or {}
+    def _bigger_budget(self, resolved: ResolvedModel, call: ModelCall) -> ModelCall:
+        """``call`` with a larger output budget, for output that was cut off."""
+        merged = merge_model_settings(resolved.model.settings, call.settings) or {}
         current = merged.get("max_tokens") or resolved.profile.max_output_tokens
         bigger = max(current + 1, int(current * self.resilience.truncation_budget_factor))
         self._emit("model_truncated", model=resolved.spec, max_tokens=bigger)
-        return merge_model_settings(settings, ModelSettings(max_tokens=bigger)) or ModelSettings(max_tokens=bigger)
+        settings = merge_model_settings(call.settings, ModelSettings(max_tokens=bigger))
+        return replace(call, settings=settings or ModelSettings(max_tokens=bigger))
 
     # -- one attempt, watched ---------------------------------------------------------------------
-    async def _attempt(
-        self,
-        resolved: ResolvedModel,
-        messages: list[ModelMessage],
-        settings: ModelSettings | None,
-        params: ModelRequestParameters,
-    ) -> ModelResponse:
+    async def _attempt(self, resolved: ResolvedModel, call: ModelCall) -> ModelResponse:
         model = resolved.model
         if _can_stream(model):
             try:
-                return await self._watch(
-                    resolved.spec, lambda touch: _streamed(model, messages, settings, params, touch), stall=True
-                )
+                return await self._watch(resolved.spec, lambda touch: _streamed(model, call, touch), stall=True)
             except _NoStreaming:
                 pass
-        return await self._watch(resolved.spec, lambda touch: model.request(messages, settings, params), stall=False)
+        return await self._watch(resolved.spec, lambda touch: call.to(model), stall=False)
 
     async def _watch(
         self,
@@ -404,17 +378,11 @@ def _can_stream(model: Model) -> bool:
     return type(model).request_stream is not Model.request_stream
 
 
-async def _streamed(
-    model: Model,
-    messages: list[ModelMessage],
-    settings: ModelSettings | None,
-    params: ModelRequestParameters,
-    touch: Callable[[], None],
-) -> ModelResponse:
+async def _streamed(model: Model, call: ModelCall, touch: Callable[[], None]) -> ModelResponse:
     """Consume the model's stream, touching the watchdog on every event; the assembled response."""
     async with AsyncExitStack() as stack:
         try:
-            stream = await stack.enter_async_context(model.request_stream(messages, settings, params))
+            stream = await stack.enter_async_context(model.request_stream(call.messages, call.settings, call.params))
         except NotImplementedError as exc:
             raise _NoStreaming from exc
         touch()
