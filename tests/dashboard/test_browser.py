@@ -8,6 +8,7 @@ Set ``CODEJURY_DASHBOARD_SCREENSHOT=docs/img/dashboard.png`` to keep the screens
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from codejury.cli import cli
 from codejury.dashboard.page import render_review_page
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from codejury.testing.dashboard_seed import HOSTILE_TITLE, day_verdict_pairs, seed_month
+from codejury.testing.dashboard_seed import HOSTILE_TITLE, REPOS, day_verdict_pairs, seed_month
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -67,6 +68,13 @@ def test_the_dashboard_renders_with_data_and_opens_a_review(chromium: WebDriver,
     assert len(verdict_bars) == len(day_verdict_pairs(seeded.records))  # one segment per (day, verdict)
     assert chromium.find_element(By.CSS_SELECTOR, "#overview .tile b").text == str(len(seeded.records))
     assert not chromium.find_elements(By.CSS_SELECTOR, "main .empty")
+    by_repository = chromium.find_elements(By.CSS_SELECTOR, "#repositories table.repositories tbody tr")
+    assert len(by_repository) == len({r.repository for r in seeded.records})
+    assert all(row.is_displayed() and row.text.split()[0] in REPOS for row in by_repository)
+    changes = chromium.find_elements(By.CSS_SELECTOR, "#recent a.change")
+    assert changes and all(
+        re.fullmatch(r"https://github\.com/acme/(shop|api)/pull/\d+", a.get_attribute("href") or "") for a in changes
+    )  # merge request numbers link to the forge; the GitLab-hosted repository's are not on github.com
 
     shot = Path(os.environ.get("CODEJURY_DASHBOARD_SCREENSHOT") or tmp_path / "dashboard.png")
     shot.parent.mkdir(parents=True, exist_ok=True)

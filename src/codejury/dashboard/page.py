@@ -8,7 +8,10 @@ offline and a string from the store can never run as code. Templates autoescape 
 
 By default each recent review is embedded in the page and its row links to it (``#review-N``,
 shown with CSS ``:target``); a service passes ``review_link`` (uid → URL) to link to its own review
-pages instead (``render_review_page``) and keep the dashboard small.
+pages instead (``render_review_page``) and keep the dashboard small, and ``filters`` (its path and the
+request's ``repository`` and ``since`` parameters) for links that narrow the page by repository and period.
+With ``forges`` (the configured instances), a merge request number links to its page there
+(``codejury.dashboard.repositories``): the one kind of link that leaves the page, a navigation, never a load.
 
 Everything read from the store is scrubbed with ``redactor`` (the caller's known secrets) before
 rendering, and the page once more after: a secret that reached a record is never shown.
@@ -18,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
@@ -30,6 +34,7 @@ from sqlalchemy import Connection, func, select
 from codejury.dashboard import CONTENT_SECURITY_POLICY, charts
 from codejury.dashboard.charts import Part
 from codejury.dashboard.detail import ReviewDetail, load_details, recent_reviews
+from codejury.dashboard.repositories import ChangeLinks, RepositoryRow, known_repositories, repository_table
 from codejury.dashboard.series import (
     Series,
     acted_outcomes,
@@ -38,6 +43,7 @@ from codejury.dashboard.series import (
     review_series,
     token_series,
 )
+from codejury.forges.hosts import ForgeHosts
 from codejury.record import schema
 from codejury.record.stats import Stats, assemble_stats, compute_stats, on_own_connection, review_scope
 from codejury.record.store import Store, utc_naive
@@ -127,6 +133,10 @@ class Dashboard:
     series: Series | None
     recent: list[ReviewDetail]
     generated_at: datetime
+    repositories: list[RepositoryRow] = field(default_factory=list)
+    """The reviews in scope by repository, the most expensive first."""
+    known_repositories: list[str] = field(default_factory=list)
+    """Every repository the store has reviews of, in scope or not (the filter's choices)."""
 
 
 def dashboard_data(
@@ -150,14 +160,16 @@ def dashboard_data(
     r = schema.reviews
     with store.connect() as conn:  # opens (and, for an empty store, migrates) before the workers connect
         first, last = conn.execute(select(func.min(r.c.recorded_at), func.max(r.c.recorded_at)).where(scope)).one()
+        known = known_repositories(conn)
         if first is None:  # nothing in scope: every table empty, no series, no recent review
             stats = compute_stats(conn, since=since, repository=repository, store=store.shown)
-            return Dashboard(stats=stats, series=None, recent=[], generated_at=now)
+            return Dashboard(stats=stats, series=None, recent=[], generated_at=now, known_repositories=known)
         buckets = choose_buckets(since or first, max(utc_naive(now), utc_naive(last)))
         series = Series(buckets=buckets)
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="codejury-dashboard") as pool:
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="codejury-dashboard") as pool:
             runs_done = pool.submit(on_own_connection, store, token_series, buckets, scope, filtered=filtered)
             acted_done = pool.submit(on_own_connection, store, acted_outcomes, buckets, scope)
+            repositories_done = pool.submit(on_own_connection, store, repository_table, scope)
             cost_duration = review_series(conn, buckets, scope, series)
             findings = finding_series(conn, buckets, scope, series)
             details = load_details(conn, recent_reviews(conn, scope, recent)) if recent > 0 else []
@@ -167,7 +179,10 @@ def dashboard_data(
             conn, since=since, repository=repository, store=store.shown, cost_duration=cost_duration,
             findings=findings, runs=runs, acted_on=acted_on,
         )  # fmt: skip
-    return Dashboard(stats=stats, series=series, recent=details, generated_at=now)
+    return Dashboard(
+        stats=stats, series=series, recent=details, generated_at=now, repositories=repositories_done.result(),
+        known_repositories=known,
+    )  # fmt: skip
 
 
 def _top_models(series: Series) -> list[str]:
@@ -260,12 +275,41 @@ def _acted_total(stats: Stats) -> float | None:
     return acted / followed if followed else None
 
 
+SINCE_CHOICES = (("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("all", "all time"))
+"""The period links of a served dashboard (any ``since`` that ``parse_since`` reads works as a parameter)."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    """A served dashboard's filters, as query parameters of ``path``: ``repository`` and ``since``."""
+
+    path: str
+    repository: str | None = None
+    since: str | None = None
+
+    def url(self, *, repository: str | None | bool = True, since: str | None | bool = True) -> str:
+        """This page with ``repository`` and ``since`` changed (True: kept; None: dropped)."""
+        chosen = {
+            "repository": self.repository if repository is True else repository,
+            "since": self.since if since is True else since,
+        }
+        query = urlencode({k: v for k, v in chosen.items() if isinstance(v, str) and v})
+        return f"{self.path}?{query}" if query else self.path
+
+
 def render_dashboard_data(
-    data: Dashboard, *, review_link: Callable[[str], str] | None = None, redactor: Redactor | None = None
+    data: Dashboard,
+    *,
+    review_link: Callable[[str], str] | None = None,
+    redactor: Redactor | None = None,
+    forges: ForgeHosts | None = None,
+    filters: Filters | None = None,
 ) -> str:
-    """The page for ``data`` (see the module docstring for ``review_link`` and ``redactor``)."""
+    """The page for ``data`` (see the module docstring for ``review_link``, ``redactor``, ``forges`` and
+    ``filters``)."""
     redactor = redactor or Redactor()
     data = redactor.scrub(data)
+    links = ChangeLinks(forges) if forges is not None else None
     context: dict[str, Any] = {
         "d": data,
         "stats": data.stats,
@@ -275,6 +319,9 @@ def render_dashboard_data(
         "all_row": next((r for r in data.stats.cost_duration.rows if r.tier == "all"), None),
         "embedded": review_link is None,
         "link": review_link or (lambda uid: ""),
+        "change_url": (lambda repository, change: links.url(repository, change)) if links else (lambda *_: None),
+        "filters": filters,
+        "since_choices": SINCE_CHOICES,
     }
     return redactor.redact(environment().get_template("dashboard.html.j2").render(context))
 
@@ -288,10 +335,12 @@ def render_dashboard(
     now: datetime | None = None,
     review_link: Callable[[str], str] | None = None,
     redactor: Redactor | None = None,
+    forges: ForgeHosts | None = None,
+    filters: Filters | None = None,
 ) -> str:
     """The dashboard of ``store``'s reviews recorded since ``since`` in ``repository`` (all when None)."""
     data = dashboard_data(store, since=since, repository=repository, recent=recent, now=now)
-    return render_dashboard_data(data, review_link=review_link, redactor=redactor)
+    return render_dashboard_data(data, review_link=review_link, redactor=redactor, forges=forges, filters=filters)
 
 
 def render_review_section(detail: ReviewDetail) -> Markup:

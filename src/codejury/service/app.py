@@ -45,7 +45,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import BaseRoute, Route
 
 from codejury.dashboard import CONTENT_SECURITY_POLICY
-from codejury.errors import CodejuryError
+from codejury.errors import CodejuryError, InputError
 from codejury.forges.hosts import ForgeHosts, forge_hosts
 from codejury.record.model import ReviewRecord
 from codejury.record.schema import StoreError
@@ -347,10 +347,21 @@ def _dashboard(state: ServiceState) -> Sequence[BaseRoute]:
         return endpoint
 
     async def overview(request: Request) -> Response:
-        from codejury.dashboard.page import render_dashboard  # the page's templates load on first use
+        from codejury.dashboard.page import Filters, render_dashboard  # the page's templates load on first use
+        from codejury.record.stats import parse_since
 
+        repository = request.query_params.get("repository") or None
+        since = request.query_params.get("since") or None
         try:
-            page = await asyncio.to_thread(render_dashboard, store, review_link=link)
+            bound = parse_since(since)
+        except InputError as exc:
+            return PlainTextResponse(str(exc).replace("--since", "since", 1), status_code=400)
+        filters = Filters(DASHBOARD_PATH, repository=repository, since=since)
+        try:
+            page = await asyncio.to_thread(
+                render_dashboard, store, since=bound, repository=repository, review_link=link, forges=state.hosts,
+                filters=filters,
+            )  # fmt: skip
         except StoreError as exc:
             return PlainTextResponse(f"the store cannot be read: {exc}", status_code=503)
         return HTMLResponse(page)

@@ -1,0 +1,120 @@
+"""The dashboard's view by repository: one row per repository (the chargeback table), and links to its changes.
+
+``repository_table(conn, scope)`` sums, per repository, the reviews in ``scope``, their cost, their findings,
+the acted-on rate of those findings (``codejury.record.stats.finding_outcomes``: of the findings whose change
+was reviewed again, the share acted on before that next review) and the reviews that blocked the merge
+(verdict ``requested_changes``). Three grouped queries, whatever the number of reviews.
+
+``ChangeLinks`` turns a recorded repository (``host/path``, as the forge adapters and a clone's ``origin``
+name it) and change id (``!7`` on GitLab, ``#42`` on GitHub) into the merge request's page on the configured
+forge (``codejury.forges.hosts``): a repository on another host, or a local review's branch name, gets no
+link, so the page never points at a host nobody configured.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+from sqlalchemy import ColumnElement, Connection, case, func, select
+
+from codejury.forges.hosts import ForgeHosts, ForgeInstance
+from codejury.record import schema
+from codejury.record.stats import finding_outcomes
+
+BLOCKING_VERDICT = "requested_changes"
+_SEGMENT = re.compile(r"[A-Za-z0-9_.~+-]+")
+_NUMBER = re.compile(r"[1-9][0-9]{0,11}")
+
+
+@dataclass
+class RepositoryRow:
+    """One repository's reviews in the dashboard's period."""
+
+    repository: str
+    reviews: int
+    cost_usd: float
+    findings: int
+    followed_up: int
+    acted_on: int
+    blocked: int
+
+    @property
+    def acted_on_rate(self) -> float | None:
+        """Acted on, of the findings whose change was reviewed again; None when none was."""
+        return self.acted_on / self.followed_up if self.followed_up else None
+
+    @property
+    def blocked_rate(self) -> float | None:
+        return self.blocked / self.reviews if self.reviews else None
+
+
+def repository_table(conn: Connection, scope: ColumnElement[bool]) -> list[RepositoryRow]:
+    """Every repository with a review in ``scope``, the most expensive first."""
+    r, f = schema.reviews, schema.findings
+    rows: dict[str, RepositoryRow] = {}
+    blocked = func.sum(case((r.c.verdict == BLOCKING_VERDICT, 1), else_=0))
+    for repository, reviews, cost, n_blocked in conn.execute(
+        select(r.c.repository, func.count(), func.sum(r.c.cost_usd), blocked).where(scope).group_by(r.c.repository)
+    ):
+        rows[repository] = RepositoryRow(repository, int(reviews), float(cost or 0), 0, 0, 0, int(n_blocked or 0))
+    findings = (
+        select(r.c.repository, func.count())
+        .select_from(f.join(r, r.c.id == f.c.review_id))
+        .where(scope)
+        .group_by(r.c.repository)
+    )
+    for repository, n in conn.execute(findings):
+        if repository in rows:
+            rows[repository].findings = int(n)
+    o = finding_outcomes(scope).subquery("outcomes")
+    outcomes = (
+        select(r.c.repository, func.sum(o.c.followed_up), func.sum(o.c.acted_on))
+        .select_from(o.join(r, r.c.id == o.c.review_id))
+        .group_by(r.c.repository)
+    )
+    for repository, followed, acted in conn.execute(outcomes):
+        if repository in rows:
+            rows[repository].followed_up, rows[repository].acted_on = int(followed or 0), int(acted or 0)
+    return sorted(rows.values(), key=lambda row: (-row.cost_usd, -row.reviews, row.repository))
+
+
+def known_repositories(conn: Connection) -> list[str]:
+    """Every repository the store has a review of (the filter's choices), in order."""
+    r = schema.reviews
+    query = select(r.c.repository).where(r.c.repository != "").group_by(r.c.repository).order_by(r.c.repository)
+    return [str(name) for (name,) in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class ChangeLinks:
+    """Merge request and pull request pages on the configured forges (``ForgeHosts``)."""
+
+    hosts: ForgeHosts
+
+    def url(self, repository: str, change_id: str) -> str | None:
+        """The page of change ``change_id`` (``!7``, ``#42``) of ``repository`` (``host/path``); None when
+        the change is no forge's merge request or the repository is not on that forge's configured instance."""
+        kind, number = change_id[:1], change_id[1:]
+        if kind not in ("!", "#") or not _NUMBER.fullmatch(number):
+            return None
+        instance = self.hosts.gitlab if kind == "!" else self.hosts.github
+        path = _project_path(instance, repository)
+        if path is None:
+            return None
+        page = "/-/merge_requests/" if kind == "!" else "/pull/"
+        return f"{instance.web_url}/{path}{page}{number}"
+
+
+def _project_path(instance: ForgeInstance, repository: str) -> str | None:
+    """``repository`` (``host[:port]/prefix/group/project``) below ``instance``'s web URL, as a URL path;
+    None when it is on another host or is not a plain path of names."""
+    web = urlsplit(instance.web_url)
+    prefix = f"{web.netloc.lower()}{web.path.rstrip('/')}/"
+    if not repository.lower().startswith(prefix):
+        return None
+    segments = repository[len(prefix) :].split("/")
+    if len(segments) < 2 or any(not _SEGMENT.fullmatch(s) or s in {".", ".."} for s in segments):
+        return None
+    return "/".join(quote(s, safe="") for s in segments)
