@@ -23,7 +23,8 @@ from pydantic_ai.exceptions import (
 
 from codejury.models import registry
 from codejury.models.providers import merge_providers
-from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify, parse_retry_after
+from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify
+from codejury.retrying import retry_after_s
 from codejury.testing.provider_server import DropReply, ErrorReply, FakeProviderServer, HangReply, MalformedReply, Reply
 
 OPENAI_KEY = "sk-fake-openai-resilience-0001"
@@ -110,13 +111,17 @@ def test_chain_exhausted_is_retryable_with_what_each_model_did() -> None:
 
 def test_retry_after_parsing() -> None:
     now = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after({"Retry-After": "7"}) == 7.0
-    assert parse_retry_after({"retry-after": "1.5"}) == 1.5
-    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    assert parse_retry_after({"retry-after": format_datetime(now + timedelta(seconds=20))}, now=now) == 20.0
-    assert parse_retry_after({"retry-after": format_datetime(now - timedelta(seconds=20))}, now=now) == 0.0
-    assert parse_retry_after({"retry-after": "soon"}) is None
-    assert parse_retry_after({}) is None
+    at = now.timestamp()
+    assert retry_after_s({"Retry-After": "7"}, at) == 7.0
+    assert retry_after_s({"retry-after": "1.5"}, at) == 1.5
+    assert retry_after_s({"retry-after-ms": "250", "retry-after": "9"}, at) == 0.25
+    assert retry_after_s({"retry-after-ms": "soon", "retry-after": "9"}, at) == 9.0
+    assert retry_after_s({"retry-after": format_datetime(now + timedelta(seconds=20))}, at) == 20.0
+    assert retry_after_s({"retry-after": format_datetime(now - timedelta(seconds=20))}, at) == 0.0
+    assert retry_after_s({"retry-after": "-5"}, at) == 0.0
+    assert retry_after_s({"retry-after": "inf"}, at) is None
+    assert retry_after_s({"retry-after": "soon"}, at) is None
+    assert retry_after_s({}, at) is None
 
 
 # -- the real SDKs against the fake provider server ------------------------------------------------

@@ -1,4 +1,4 @@
-"""One retry policy for every forge request: an ``httpx2`` transport wrapper, attempts run by tenacity.
+"""Every forge request's retries: an ``httpx2`` transport wrapper under the one ``RetryPolicy`` (``codejury.retrying``).
 
 Both forge clients (``gitlab.api``, ``github.api``) send through ``RetryingTransport``, which
 decides once, from the request alone, whether it may be sent again:
@@ -28,15 +28,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 
 import httpx2
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, retry_if_result
+from tenacity import retry_if_exception, retry_if_result
 
+from codejury.retrying import Hint, RetryPolicy, Sleep, retry_after_s
 from codejury.tls import tls_context
+
+__all__ = [
+    "RETRY_LOG",
+    "SAFE_TO_RETRY",
+    "RetryLog",
+    "RetryPolicy",
+    "RetryingTransport",
+    "Sleep",
+    "asked_wait_s",
+    "rate_limited",
+    "safe_to_retry",
+    "unavailable_reason",
+]
 
 SAFE_TO_RETRY = "codejury.safe_to_retry"
 """Request extension: ``True`` marks a request that may be sent twice with no harm."""
@@ -47,22 +59,6 @@ NOT_HANDLED = 503
 """The one 5xx that says the request was not handled (RFC 9110 15.6.4): any request may be retried."""
 NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 """Errors raised before the request reached the forge: any request may be retried after them."""
-Sleep = Callable[[float], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How many times and how long to wait; the same rules for every forge."""
-
-    max_retries: int = 3
-    backoff_s: float = 0.5
-    max_wait_s: float = 30.0
-    unhinted_limit_wait_s: float | None = None
-    """The wait for a rate limit that names none (GitHub's secondary limit: 60 s); None: the backoff."""
-
-    def backoff(self, retry: int) -> float:
-        """The wait before retry number ``retry`` (0-based): ``backoff_s * 2**retry``, capped."""
-        return float(min(self.backoff_s * 2**retry, self.max_wait_s))
 
 
 @dataclass
@@ -98,19 +94,9 @@ def asked_wait_s(headers: httpx2.Headers, now: float) -> float | None:
     ``Retry-After`` (seconds or an HTTP date), else the reset time (epoch seconds, plus one) of a
     quota whose ``x-ratelimit-remaining`` / ``ratelimit-remaining`` is 0.
     """
-    value = headers.get("retry-after", "").strip()
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            when = None
-        if when is not None:
-            when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-            return max(0.0, when.timestamp() - now)
+    asked = retry_after_s(headers, now)
+    if asked is not None:
+        return asked
     for prefix in ("x-ratelimit-", "ratelimit-"):
         reset = headers.get(prefix + "reset", "").strip()
         if headers.get(prefix + "remaining") == "0" and reset:
@@ -153,27 +139,13 @@ class RetryingTransport(httpx2.AsyncBaseTransport):
             status = response.status_code
             return rate_limited(response) or status == NOT_HANDLED or (log.safe and status >= 500)
 
-        def wait(state: RetryCallState) -> float:
-            outcome = state.outcome
-            retry = state.attempt_number - 1
-            if outcome is None or outcome.failed:
-                return self._policy.backoff(retry)
-            response: httpx2.Response = outcome.result()
+        def hint(response: httpx2.Response) -> Hint:
             if not rate_limited(response):
-                return self._policy.backoff(retry)
-            asked = asked_wait_s(response.headers, self._clock())
-            if asked is None:
-                asked = self._policy.unhinted_limit_wait_s
-            return self._policy.backoff(retry) if asked is None else asked
+                return Hint()
+            return Hint(asked_wait_s(response.headers, self._clock()), rate_limited=True)
 
-        def stop(state: RetryCallState) -> bool:
-            if state.attempt_number > self._policy.max_retries:
-                return True
-            asked = wait(state)
-            if asked > self._policy.max_wait_s:
-                log.refused_wait_s = asked
-                return True
-            return False
+        def refused(wait_s: float) -> None:
+            log.refused_wait_s = wait_s
 
         async def send() -> httpx2.Response:
             log.attempts += 1
@@ -182,23 +154,14 @@ class RetryingTransport(httpx2.AsyncBaseTransport):
                 await response.aread()  # an answer that may be dropped for a retry must not hold its connection
             return response
 
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(retry_error) | retry_if_result(retry_answer),
-            wait=wait,
-            stop=stop,
+        retrying = self._policy.retrying(
+            retry_if_exception(retry_error) | retry_if_result(retry_answer),
+            hint=hint,
             sleep=self._sleep,
-            retry_error_callback=_last_outcome,
+            refused=refused,
         )
         response: httpx2.Response = await retrying(send)
         return response
-
-
-def _last_outcome(state: RetryCallState) -> httpx2.Response:
-    """When the attempts end: the last answer, or the last network error raised again."""
-    if state.outcome is None:  # pragma: no cover - tenacity always sets it before giving up
-        raise RuntimeError("no attempt was made")
-    response: httpx2.Response = state.outcome.result()
-    return response
 
 
 def unavailable_reason(log: RetryLog, *, status: int | None = None, error: BaseException | None = None) -> str:

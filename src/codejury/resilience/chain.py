@@ -40,6 +40,7 @@ from codejury.models.hooked import HookedModel, ModelCall
 from codejury.models.profiles import ResolvedModel
 from codejury.resilience.breaker import BreakerBoard, CircuitBreaker
 from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify
+from codejury.retrying import Hint, RetryPolicy
 
 
 @dataclass
@@ -123,7 +124,13 @@ class ResilienceSettings:
     heartbeat_s: float = 30.0
     min_retry_window_s: float = 120.0
     max_retry_after_s: float = 30.0
+    """The longest Retry-After waited for on the same model (once); a longer one fails back at once."""
     truncation_budget_factor: float = 2.0
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """One wait on the same model, only when the provider names one (``codejury.retrying``)."""
+        return RetryPolicy(max_retries=1, backoff_s=None, max_wait_s=self.max_retry_after_s)
 
 
 def build_chain(
@@ -234,7 +241,7 @@ class ResilientModel(HookedModel):
         self, resolved: ResolvedModel, breaker: CircuitBreaker, call: ModelCall
     ) -> ModelResponse | tuple[BaseException, str, str | None]:
         """A response, or (error, reason, why the chain must stop here or None) after a retryable failure."""
-        waited = truncation_retried = False
+        waits, truncation_retried = 0, False
         while True:
             try:
                 response = await self._attempt(resolved, call)
@@ -249,15 +256,10 @@ class ResilientModel(HookedModel):
                     breaker.release()  # not the model's health: a held probe goes back
                     raise
                 breaker.record_failure()
-                wait = found.retry_after_s
-                if (
-                    wait is not None
-                    and not waited
-                    and wait <= self.resilience.max_retry_after_s
-                    and self._window_allows(wait)
-                    and breaker.allow()
-                ):
-                    waited = True
+                policy = self.resilience.retry
+                wait = policy.wait_s(waits, Hint(found.retry_after_s))
+                if wait is not None and policy.allows(waits, wait) and self._window_allows(wait) and breaker.allow():
+                    waits += 1
                     await self._sleep(wait)
                     continue
                 stopped = None if self._window_allows() else self._no_time_left()

@@ -28,10 +28,9 @@ import asyncio
 import json
 import ssl
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol
 
 import httpx2
@@ -57,6 +56,7 @@ from pydantic_ai.exceptions import (
 )
 
 from codejury.errors import CodejuryError
+from codejury.retrying import retry_after_s
 
 
 class APIStatusError(Protocol):
@@ -326,7 +326,7 @@ def _retry_after(exc: BaseException) -> float | None:
             return float(err.retry_after)
         headers = _response_headers(err)
         if headers is not None:
-            seconds = parse_retry_after(headers)
+            seconds = retry_after_s(headers, time.time())
             if seconds is not None:
                 return seconds
     return None
@@ -339,32 +339,3 @@ def _response_headers(err: BaseException) -> Mapping[str, str] | None:
         headers: Mapping[str, str] = err.response.headers  # type: ignore[attr-defined]  # both kinds carry it
         return {k.lower(): v for k, v in headers.items()}
     return None
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date); keys any case."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            ms = float(raw_ms)
-        except ValueError:
-            ms = -1.0
-        if 0 <= ms < float("inf"):
-            return ms / 1000
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        pass
-    else:
-        return seconds if 0 <= seconds < float("inf") else None
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())

@@ -8,7 +8,8 @@ reviews the merge request's head when it starts, so the newest push is what gets
 asked by a person (``ReviewRequest.forced``: it reviews even a head already reviewed) stays so when
 a push is coalesced into it or it into a push's, and when a job it supersedes was one.
 A job that meets ``ForgeUnavailable`` is retried after ``backoff_s * 2**attempt`` (at most
-``max_attempts`` runs); other failures end it as ``failed`` with the reason kept in its row.
+``max_attempts`` runs: the one ``RetryPolicy`` of ``codejury.retrying``); other failures end it as
+``failed`` with the reason kept in its row.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -25,6 +27,7 @@ from sqlalchemy import Connection, Engine, and_, exists, func, select, update
 from sqlalchemy.orm import aliased
 
 from codejury.forges.errors import ForgeUnavailable
+from codejury.retrying import RetryPolicy
 from codejury.service.logs import job_context
 from codejury.service.tables import in_db_thread, jobs, utcnow
 from codejury.service.webhooks import ReviewRequest
@@ -60,8 +63,7 @@ class LocalQueue:
         self.engine = engine
         self.run_job = run_job
         self.concurrency = concurrency
-        self.max_attempts = max_attempts
-        self.backoff_s = backoff_s
+        self.retry = RetryPolicy(max_retries=max_attempts - 1, backoff_s=backoff_s, max_wait_s=math.inf)
         self.say = say
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -206,7 +208,7 @@ class LocalQueue:
         with self.engine.begin() as conn:
             if _supersede(conn, job.id, job.request, now):
                 return
-            delay = timedelta(seconds=self.backoff_s * 2 ** (job.attempts - 1))
+            delay = timedelta(seconds=self.retry.wait_s(job.attempts - 1) or 0.0)
             conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job.id)
@@ -234,7 +236,7 @@ class LocalQueue:
             outcome = await self.run_job(job.request)
         except ForgeUnavailable as exc:
             reason = str(exc)
-            if job.attempts >= self.max_attempts:
+            if not self.retry.allows(job.attempts - 1, self.retry.wait_s(job.attempts - 1)):
                 self.say(f"{key}: forge unavailable, giving up after {job.attempts} attempts: {reason}")
                 await in_db_thread(self.engine, lambda: self._finish(job.id, "failed", reason))
             else:
