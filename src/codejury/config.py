@@ -93,6 +93,17 @@ class DailyLimits:
 
 
 @dataclass(frozen=True)
+class MemorySettings:
+    """``[memory]``: dismissed findings remembered per repository (``codejury.memory``)."""
+
+    enabled: bool = True
+    max_age_days: int = 180
+    """A dismissal older than this stops suppressing."""
+    learn_every_hours: int | None = None
+    """A review service runs ``codejury learn --propose`` per repository at this interval; None: never."""
+
+
+@dataclass(frozen=True)
 class RetrievalSettings:
     """``[retrieval]``: the embeddings model and the reranker of code search; None: not used."""
 
@@ -173,6 +184,8 @@ class Settings:
     """Daily caps on reviews and spend (``[limits]``)."""
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     """Embeddings and reranker of code search (``[retrieval]``)."""
+    memory: MemorySettings = field(default_factory=lambda: MemorySettings())
+    """Dismissed findings remembered per repository (``[memory]``)."""
     min_confidence: Mapping[str, float] = field(default_factory=dict)
     """``[confidence]``: ``min`` and per-severity thresholds a finding needs to be published (empty: none)."""
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -322,6 +335,9 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
     if t.limits.model_fields_set:
         given = {name: getattr(t.limits, name) for name in t.limits.model_fields_set}
         changes["limits"] = replace(base.limits, **given)
+    if t.memory.model_fields_set:
+        given_memory = {name: getattr(t.memory, name) for name in t.memory.model_fields_set}
+        changes["memory"] = replace(base.memory, **given_memory)
     if t.retrieval.model_fields_set:
         given_retrieval = {name: getattr(t.retrieval, name) for name in t.retrieval.model_fields_set}
         changes["retrieval"] = replace(base.retrieval, **given_retrieval)

@@ -28,6 +28,7 @@ from codejury.config_schema import (
     ConfidenceTable,
     FileTable,
     LimitsTable,
+    MemoryTable,
     ModelsTable,
     PriceTable,
     ProviderTable,
@@ -318,6 +319,18 @@ def render_settings_reference() -> str:
             "chunks are embedded (with their path and name in front) into the local index cache, per model, and "
             "searched beside BM25; `codejury search QUERY --explain` prints every step (see docs/context.md).\n\n"
             '```toml\n[tool.codejury.retrieval]\nembeddings_model = "ollama:nomic-embed-text"\n```',
+        ),
+        *_section(
+            "[memory]",
+            MemoryTable,
+            "On by default, per repository, read from the review store (`record.url`): a finding whose rule "
+            "(analyzer and rule, or reviewer and title) and code match one a person with write access dismissed "
+            "before (a `won't fix` reply, a thread they resolved, a dispute the coordinator accepted) is not "
+            "published as new. It is listed in one line with where it was dismissed, counted, and kept in the "
+            "JSON output (`remembered`) and the store. A dismissal stops suppressing after `max_age_days`, or "
+            "when its reviewer's prompt changed. A store that cannot be read: everything is published, and the "
+            "review says memory was not consulted (docs/memory.md).\n\n"
+            "```toml\n[tool.codejury.memory]\nmax_age_days = 90\n```",
         ),
         "## `[plugins.NAME]`",
         "",

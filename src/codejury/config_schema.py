@@ -227,6 +227,26 @@ class ConfidenceTable(_Table):
     suggestion: Fraction | None = Field(default=None, description="A suggestion's threshold (default: min).")
 
 
+class MemoryTable(_Table):
+    """``[memory]``: findings a person with write access dismissed, remembered across the repository's changes."""
+
+    enabled: bool = Field(
+        default=True,
+        description="A finding whose rule and code match one a writer dismissed before in the same repository is "
+        "not published as new: it is counted and listed in one line with where it was dismissed. A security "
+        "finding backed by an analyzer is still published. false: every finding is published.",
+    )
+    max_age_days: Count = Field(
+        default=180,
+        description="A dismissal older than this many days stops suppressing (codejury learn reads the same window).",
+    )
+    learn_every_hours: Count | None = Field(
+        default=None,
+        description="A review service (codejury serve) runs codejury learn --propose for each repository it "
+        "reviewed at this interval. Default: never.",
+    )
+
+
 class RetrievalTable(_Table):
     """``[retrieval]``: code search (``search_code``, ``codejury search``): BM25, plus vectors and a reranker."""
 
@@ -430,6 +450,10 @@ class FileTable(_Table):
     retrieval: RetrievalTable = Field(
         default_factory=lambda: RetrievalTable(),
         description="Embeddings and reranking for code search (see [retrieval]).",
+    )
+    memory: MemoryTable = Field(
+        default_factory=lambda: MemoryTable(),
+        description="Dismissed findings remembered per repository (see [memory]).",
     )
 
 
