@@ -258,6 +258,7 @@ TABLE_KEYS = frozenset(
         "limits",
         "confidence",
         "retrieval",
+        "memory",
     }
 )
 SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
