@@ -266,3 +266,28 @@ def test_bad_metrics_flags_are_refused_before_the_review_with_exit_2(
     result = CliRunner().invoke(cli, ["review", "--diff", str(diff), *flags])
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+
+
+async def test_label_values_are_snake_case_and_no_created_series_is_exported(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from codejury.telemetry.service_metrics import JobMetrics
+
+    review, events = await scripted_review(tmp_path)
+    dropped = {"failed verification": 2, "analyzer hits over the per-review check limit": 1, "dropped by judge": 1}
+    review = review.model_copy(update={"dropped_findings": dropped})
+    metrics = ReviewMetrics()
+    metrics.observe(review, events.events)
+    jobs = CollectorRegistry()
+    JobMetrics(jobs).failed("forge_unavailable")
+    for registry in (metrics.registry, jobs):
+        text = render_metrics(registry)[0].decode()
+        found = samples(text)
+        assert not [name for name, _ in found if name.endswith("_created")], text
+        assert not [labels for _, labels in found if any(" " in value for _, value in labels)], text
+    found = samples(render_metrics(metrics.registry)[0].decode())
+    assert found[("codejury_findings_dropped_total", (("reason", "failed_verification"),))] == 2
+    assert (
+        found[("codejury_findings_dropped_total", (("reason", "analyzer_hits_over_the_per_review_check_limit"),))] == 1
+    )
+    assert found[("codejury_findings_dropped_total", (("reason", "dropped_by_judge"),))] == 1

@@ -18,7 +18,8 @@ Metrics (counters carry Prometheus's ``_total`` suffix in the exposition):
 - ``codejury_tokens_total{model, kind}``: kind is input (cache reads included, as providers count
   them), output, cache_read or cache_write;
 - ``codejury_findings_total{reviewer, severity}`` (published findings) and
-  ``codejury_findings_dropped_total{reason}``;
+  ``codejury_findings_dropped_total{reason}``: the reason in snake_case (``failed_verification``,
+  ``dropped_by_judge``; the events, the JSON and the review keep its words, ``failed verification``);
 - ``codejury_agent_runs_total{agent, status}`` (reviewers, the coordinator, verification runs);
 - ``codejury_failbacks_total{from_model, to_model}``;
 - ``codejury_breaker_state{model, codejury_breaker_state}``: 1 for the model's current circuit
@@ -26,23 +27,36 @@ Metrics (counters carry Prometheus's ``_total`` suffix in the exposition):
 - ``codejury_context_warnings_total{agent}``: prompts past half the model's context window;
 - ``codejury_injection_suspected_total{source, rule}``: passages of untrusted text that look like
   instructions to the reviewer (``codejury.guardrails``).
+
+No ``_created`` series: counters and histograms export their value alone (``disable_created_metrics``, for
+every registry of the process, as soon as a codejury metrics module is imported), not one timestamp series
+more per label set.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Enum, Histogram
+from prometheus_client import CollectorRegistry, Counter, Enum, Histogram, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 from pydantic import BaseModel
 
 from codejury.findings import Review
 
+disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 BREAKER_STATES = ["closed", "half_open", "open"]
 DURATION_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 COST_BUCKETS = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def label_value(text: str) -> str:
+    """``text`` as a snake_case label value: ``analyzer hit rejected`` → ``analyzer_hit_rejected``."""
+    return _NOT_WORD.sub("_", text.lower()).strip("_") or "unknown"
 
 
 class ReviewMetrics:
@@ -127,7 +141,7 @@ class ReviewMetrics:
             self.findings.labels(finding.reviewer, finding.severity).inc()
         for reason, count in review.dropped_findings.items():
             if count > 0:
-                self.dropped.labels(reason).inc(count)
+                self.dropped.labels(label_value(reason)).inc(count)
         states: dict[str, str] = {}
         for event in events:
             what = event.get("type")

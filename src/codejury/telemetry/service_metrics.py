@@ -33,12 +33,14 @@ from dataclasses import dataclass
 from typing import Literal
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Info, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Info, disable_created_metrics, start_http_server
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from codejury import __version__
 from codejury.errors import ConfigError
+
+disable_created_metrics()  # type: ignore[no-untyped-call]  # as codejury.telemetry.metrics: no _created series
 
 FailureReason = Literal["forge_unavailable", "review_failed", "not_reviewed", "refused", "error"]
 FAILURE_REASONS: tuple[FailureReason, ...] = ("forge_unavailable", "review_failed", "not_reviewed", "refused", "error")
