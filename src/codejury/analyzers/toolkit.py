@@ -10,9 +10,13 @@ no head-side tree to read, or the program is not installed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from codejury.analyzers.base import AnalyzerFailed, AnalyzerSkipped, find_program, head_files
 from codejury.change.types import ChangeSet
@@ -31,8 +35,26 @@ def tool_program(name: str, package: str, binary: Path | None = None) -> Path:
     """``binary`` (tests), else the program ``name`` beside the interpreter or on PATH; a skip when missing."""
     found = binary or find_program(name)
     if found is None or not found.is_file():
-        raise AnalyzerSkipped(f"{name} skipped: {name} is not installed (pip install {package})")
+        raise AnalyzerSkipped(f"{name} skipped: {name} is not installed ({install_hint(name, package)})")
     return found
+
+
+def install_hint(name: str, package: str, environment: Mapping[str, str] | None = None) -> str:
+    """How to install program ``name`` here: ``pip install PACKAGE`` where codejury's own requirement on it
+    installs it on this platform (it has a wheel here), else the system's packages (pip would find none)."""
+    wanted = canonicalize_name(package)
+    try:
+        requirements = [Requirement(text) for text in metadata.requires("codejury") or []]
+        extras = ["", *(metadata.metadata("codejury").get_all("Provides-Extra") or [])]
+    except (metadata.PackageNotFoundError, InvalidRequirement):
+        return f"pip install {package}"
+    mine = [r for r in requirements if canonicalize_name(r.name) == wanted]
+    # an extra's requirement (mypy in typecheck) counts as installable wherever its platform markers hold
+    if mine and not any(
+        r.marker is None or r.marker.evaluate({**(environment or {}), "extra": extra}) for r in mine for extra in extras
+    ):
+        return f"no {package} wheel for this platform: install {name} from the system's packages, on PATH"
+    return f"pip install {package}"
 
 
 def tool_json(name: str, stdout: bytes, default: Any) -> Any:
