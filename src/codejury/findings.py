@@ -217,6 +217,25 @@ class SuspectedInjection(BaseModel):
     """A short excerpt on one line, invisible characters written as ``<U+XXXX>``, secrets scrubbed."""
 
 
+class Remembered(BaseModel):
+    """A finding whose rule and code match one a person with write access dismissed before in the same repository
+    (``codejury.memory``): not published as new, or, for a security finding an analyzer backs, published anyway."""
+
+    model_config = ConfigDict(frozen=True)
+
+    finding: Finding
+    dismissed_in: str
+    """Where it was dismissed: the change's id on its forge (``!123``, ``#45``), which the forge links."""
+    dismissed_by: str = ""
+    """Who dismissed it; empty when the forge did not name them."""
+    how: str = ""
+    """``won't fix``, ``resolved``, ``dispute accepted``."""
+    dismissed_at: str = ""
+    """When the dismissal was recorded (ISO 8601 date, UTC)."""
+    suppressed: bool = True
+    """False: a security finding an analyzer backs, published anyway and still withholding approval."""
+
+
 class Review(BaseModel):
     """One complete review: what every renderer and publisher consumes."""
 
@@ -252,6 +271,9 @@ class Review(BaseModel):
     refused: str | None = None
     """Why no model was called: a daily cap reached or the kill switch (verdict ``not_reviewed``); in the JSON
     as the summary and a note."""
+    remembered: list[Remembered] = Field(default_factory=list)
+    """Findings that match a dismissal in this repository (``[memory]``): the suppressed ones are not published
+    and not counted toward the verdict; all are in the JSON and the store."""
 
 
 class PlannedReviewer(BaseModel):

@@ -29,6 +29,8 @@ from codejury.render import (
     injection_note,
     injection_places,
     location,
+    remembered_note,
+    remembered_places,
 )
 from codejury.render.markdown import VERDICT_HEADLINES
 
@@ -102,6 +104,8 @@ def summary_body(
     lines += [f"{notice}" for notice in options.notices] + ([""] if options.notices else [])
     if review.tests:  # the CI job's test results: what the tests said, not something the review could not do
         lines += [f"**Tests:** {safe_line(review.tests)}", ""]
+    if (remembered := remembered_note(review)) is not None:  # a writer dismissed these before: one collapsed line
+        lines += _details(safe_line(remembered), [f"- {safe_line(p)}" for p in remembered_places(review)])
     if review.notes:  # what did not run, or ran on less than the change: said before any "no findings"
         lines += ["**What this review could not do:**", "", *[f"- {safe_line(n)}" for n in review.notes], ""]
     if (injected := injection_note(review)) is not None:  # shown, never obeyed: the text was fenced as data

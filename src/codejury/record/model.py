@@ -98,6 +98,35 @@ class InjectionRecord(BaseModel):
     excerpt: str = Field(default="", max_length=2000)
 
 
+class MemoryKeyRecord(BaseModel):
+    """The keys a published finding is remembered by (``codejury.memory.keys``)."""
+
+    fingerprint: str = Field(max_length=80)
+    rule: str = Field(max_length=300)
+    rule_version: str = Field(default="", max_length=16)
+    shape: str = Field(default="", max_length=16)
+
+
+class DismissalRecord(BaseModel):
+    """A finding of an earlier review of this change that a person with write access dismissed, seen by this one."""
+
+    fingerprint: str = Field(max_length=80)
+    by: str = Field(default="", max_length=200)
+    how: str = Field(default="", max_length=60)
+
+
+class RememberedRecord(BaseModel):
+    """A finding this review matched to an earlier dismissal (``Review.remembered``)."""
+
+    fingerprint: str = Field(max_length=80)
+    rule: str = Field(max_length=300)
+    severity: Severity
+    path: str
+    title: str
+    dismissed_in: str = Field(default="", max_length=200)
+    suppressed: bool = True
+
+
 class ReviewRecord(BaseModel):
     """Everything recorded about one review (the store's rows and the ingest payload)."""
 
@@ -133,6 +162,12 @@ class ReviewRecord(BaseModel):
     """Passages of what the review read that look like instructions to the reviewer (for people to look at)."""
     review: dict[str, Any] = Field(default_factory=dict)
     """The whole review as ``codejury review --format json`` has it, for a dashboard to show."""
+    memory_keys: list[MemoryKeyRecord] = Field(default_factory=list)
+    """The keys of the published findings (a ``memory`` event), which later dismissals of them are stored by."""
+    dismissals: list[DismissalRecord] = Field(default_factory=list)
+    """Earlier findings of this change a writer dismissed, as this review saw them (a ``memory`` event)."""
+    remembered: list[RememberedRecord] = Field(default_factory=list)
+    """Findings matched to an earlier dismissal in the repository: suppressed, or published anyway (security)."""
     slot: str | None = Field(default=None, max_length=64)
     """The daily-cap slot the review's admission reserved in the store (a ``caps_reserved`` event): the
     record replaces it."""
@@ -201,8 +236,33 @@ def record_from_review(review: Review, events: Sequence[Mapping[str, Any]]) -> R
             for e in _of_type(events, "injection_suspected")
         ],
         review=review.model_dump(mode="json", exclude={"replies"}),
+        **_memory(review, events),
         slot=_slot(events),
     )
+
+
+def _memory(review: Review, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``memory_keys``, ``dismissals`` and ``remembered`` from the run's ``memory`` event and the review."""
+    memory = next(iter(_of_type(events, "memory")), {})
+    keys = [k for k in memory.get("keys") or () if isinstance(k, Mapping)]
+    gone = [d for d in memory.get("dismissals") or () if isinstance(d, Mapping)]
+    matched = {str(m.get("id")): m for m in memory.get("remembered") or () if isinstance(m, Mapping)}
+    return {
+        "memory_keys": [MemoryKeyRecord.model_validate(dict(k)) for k in keys],
+        "dismissals": [DismissalRecord.model_validate(dict(d)) for d in gone],
+        "remembered": [
+            RememberedRecord(
+                fingerprint=str(matched.get(r.finding.id, {}).get("fingerprint", ""))[:80],
+                rule=str(matched.get(r.finding.id, {}).get("rule", ""))[:300],
+                severity=r.finding.severity,
+                path=r.finding.path,
+                title=r.finding.title,
+                dismissed_in=r.dismissed_in[:200],
+                suppressed=r.suppressed,
+            )  # fmt: skip
+            for r in review.remembered
+        ],
+    }
 
 
 def _slot(events: Sequence[Mapping[str, Any]]) -> str | None:

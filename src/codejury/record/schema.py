@@ -173,6 +173,45 @@ review_slots = Table(
 record replaces it (in the record's transaction) or it expires (``codejury.record.limits``)."""
 
 
+memory_keys = _child(
+    "memory_keys",
+    Column("fingerprint", String(80), nullable=False),
+    Column("rule", String(300), nullable=False),
+    Column("rule_version", String(16), nullable=False),
+    Column("shape", String(16), nullable=False),
+    Index("ix_memory_keys_review_fingerprint", "review_id", "fingerprint"),
+)
+"""The keys each published finding is remembered by (``codejury.memory.keys``)."""
+dismissals = _child(
+    "dismissals",
+    Column("repository", String(300), nullable=False),
+    Column("change_id", String(200), nullable=False),
+    Column("fingerprint", String(80), nullable=False),
+    Column("rule", String(300), nullable=False),
+    Column("rule_version", String(16), nullable=False),
+    Column("shape", String(16), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("dismissed_by", String(200), nullable=False),
+    Column("how", String(60), nullable=False),
+    Column("dismissed_at", DateTime, nullable=False),
+    Index("ix_dismissals_lookup", "repository", "rule", "shape", "dismissed_at"),
+)
+"""A finding a person with write access dismissed, with the keys of the review that published it: what the next
+review of any change of the repository looks up, in one query by (repository, rule, shape)."""
+remembered = _child(
+    "remembered",
+    Column("fingerprint", String(80), nullable=False),
+    Column("rule", String(300), nullable=False),
+    Column("severity", String(20), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("dismissed_in", String(200), nullable=False),
+    Column("suppressed", Boolean, nullable=False),
+)
+"""Findings a review matched to an earlier dismissal (suppressed, or published anyway): ``codejury stats``."""
+
+
 def _initial(conn: Connection) -> None:
     metadata.create_all(conn, tables=[t for t in metadata.sorted_tables if t is not migrations_table])
 
@@ -197,11 +236,17 @@ def _review_slots(conn: Connection) -> None:
     review_slots.create(conn, checkfirst=True)  # a new store's first migration created it already
 
 
+def _memory(conn: Connection) -> None:
+    for table in (memory_keys, dismissals, remembered):
+        table.create(conn, checkfirst=True)  # a new store's first migration created them already
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[Connection], None]], ...] = (
     ("reviews, findings and reviewer runs", _initial),
     ("an index covering the reviewer runs' totals", _run_totals_index),
     ("passages that look like instructions to the reviewer", _suspected_injections),
     ("slots reserved by reviews admitted under a daily cap", _review_slots),
+    ("findings' memory keys, writers' dismissals and the findings matched to them", _memory),
 )
 """Migration n (1-based) is ``MIGRATIONS[n - 1]``: a description and the function that applies it."""
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -30,6 +30,7 @@ from sqlalchemy import ColumnElement, Connection, Select, Table, and_, case, dis
 
 from codejury.errors import InputError
 from codejury.record import schema
+from codejury.record.memory import SuppressedRow, suppressed_by_rule
 from codejury.record.store import Store, utc_naive
 
 TIER_ORDER = ("trivial", "lite", "full")
@@ -185,6 +186,8 @@ class Stats(BaseModel):
     reliability: Reliability
     acted_on: ActedOn
     injections: Injections = Field(default_factory=Injections)
+    suppressed_by_rule: list[SuppressedRow] = Field(default_factory=list)
+    """Findings memory did not publish again (a writer dismissed them before), per rule (``codejury.memory``)."""
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
@@ -302,6 +305,7 @@ def assemble_stats(
         reliability=_reliability(conn, scope, failures, overview.reviews),
         acted_on=acted_on,
         injections=injections_table(conn, scope),
+        suppressed_by_rule=suppressed_by_rule(conn, since, repository),
     )
 
 

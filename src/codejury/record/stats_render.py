@@ -197,6 +197,15 @@ def stats_tables(stats: Stats) -> list[TextTable]:
             ],  # fmt: skip
         ),
     ]
+    tables.append(
+        TextTable(
+            "Suppressed by memory, by rule",
+            ("rule", "suppressed", "published anyway"),
+            [(r.key, _int(r.suppressed), _int(r.published_anyway)) for r in stats.suppressed_by_rule],
+            "findings that match one a writer dismissed before in the same repository; published anyway: security "
+            "findings an analyzer backs",
+        )
+    )
     return tables
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from codejury.findings import Usage
 from codejury.record import schema
+from codejury.record.memory import write_memory
 from codejury.record.model import ReviewRecord
 from codejury.record.schema import StoreError
 from codejury.record.target import RecordTarget
@@ -182,6 +183,7 @@ def write_record(conn: Connection, record: ReviewRecord) -> bool:
     for table, rows in children:
         if rows:
             conn.execute(table.insert(), [{**row, "review_id": review_id} for row in rows])
+    write_memory(conn, record, review_id, head["recorded_at"])
     if record.slot:  # the review now counts itself: the slot its admission reserved is released with it
         conn.execute(schema.review_slots.delete().where(schema.review_slots.c.slot == record.slot))
     return True

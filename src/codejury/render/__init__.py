@@ -186,6 +186,30 @@ def injection_places(review: Review, limit: int = 20) -> list[str]:
     return lines
 
 
+def remembered_note(review: Review) -> str | None:
+    """One line on the findings that match a writer's earlier dismissal in the repository (``[memory]``), or None."""
+    held = [r for r in review.remembered if r.suppressed]
+    anyway = len(review.remembered) - len(held)
+    parts = (
+        [f"{counted(len(held), 'finding')} dismissed before in this repository, not published again"] if held else []
+    )
+    if anyway:
+        parts.append(f"{counted(anyway, 'security finding')} dismissed before, published anyway (an analyzer backs it)")
+    return "; ".join(parts) + "." if parts else None
+
+
+def remembered_places(review: Review) -> list[str]:
+    """Each remembered finding in one line: title, place, and where, by whom and how it was dismissed."""
+    lines = []
+    for r in review.remembered:
+        who = f" by {one_line(r.dismissed_by)}" if r.dismissed_by else ""
+        how = f": {one_line(r.how)}" if r.how else ""
+        where = one_line(r.dismissed_in) or "another change"
+        shown = "" if r.suppressed else " (published)"
+        lines.append(f"{one_line(r.finding.title)} · {location(r.finding)} · dismissed in {where}{who}{how}{shown}")
+    return lines
+
+
 def location(finding: Finding) -> str:
     """``path:start-end`` (or ``path:line`` for a single line)."""
     if finding.end_line > finding.start_line:

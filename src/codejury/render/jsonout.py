@@ -6,7 +6,10 @@ the analyzer and rule, ``model, checked against the code`` or ``model alone``) b
 ``verified``; its ``withholds_approval`` is present only when true (a finding held
 on security evidence that no model confirmed). ``below_threshold`` lists the findings under the
 confidence threshold, each flagged ``"below_threshold": true`` (not published, not counted toward the
-verdict); ``suspected_injections`` the passages that look like instructions to the reviewer.
+verdict); ``remembered`` the findings that match a writer's earlier dismissal in the repository (``[memory]``),
+each with where, by whom and how it was dismissed and whether it was ``suppressed`` (not published, not counted
+toward the verdict) or published anyway (a security finding an analyzer backs); ``suspected_injections`` the
+passages that look like instructions to the reviewer.
 ``schema_errors(instance, schema)`` is a small checker for the subset of JSON Schema used here
 (type, properties, required, additionalProperties, items, enum, minimum), so tests and end-to-end
 runs can validate output without a ``jsonschema`` dependency.
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, get_args
 
-from codejury.findings import Finding, Plan, Review, ReviewerReport, Usage, Verdict
+from codejury.findings import Finding, Plan, Remembered, Review, ReviewerReport, Usage, Verdict
 from codejury.render import finding_grounds
 
 _USAGE_KEYS = (
@@ -86,6 +89,18 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "tests": review.tests,
         "below_threshold": [{**_finding(f), "below_threshold": True} for f in review.below_threshold],
         "suspected_injections": [i.model_dump() for i in review.suspected_injections],
+        "remembered": [_remembered(r) for r in review.remembered],
+    }
+
+
+def _remembered(r: Remembered) -> dict[str, Any]:
+    return {
+        **_finding(r.finding),
+        "dismissed_in": r.dismissed_in,
+        "dismissed_by": r.dismissed_by,
+        "how": r.how,
+        "dismissed_at": r.dismissed_at,
+        "suppressed": r.suppressed,
     }
 
 
@@ -176,6 +191,17 @@ _BELOW_THRESHOLD_SCHEMA = _object(
     {**_FINDING_SCHEMA["properties"], "below_threshold": {"type": "boolean", "enum": [True]}},
     optional=("suggestion", "withholds_approval"),
 )
+_REMEMBERED_SCHEMA = _object(
+    {
+        **_FINDING_SCHEMA["properties"],
+        "dismissed_in": _STR,
+        "dismissed_by": _STR,
+        "how": _STR,
+        "dismissed_at": _STR,
+        "suppressed": {"type": "boolean"},
+    },
+    optional=("suggestion", "withholds_approval"),
+)
 _INJECTION_SCHEMA = _object({"source": _STR, "place": _STR, "rule": _STR, "excerpt": _STR})
 _SKIPPED_SCHEMA = _object({"path": _STR, "reason": _STR})
 
@@ -204,6 +230,7 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "tests": {"anyOf": [{"type": "null"}, _STR]},
             "below_threshold": {"type": "array", "items": _BELOW_THRESHOLD_SCHEMA},
             "suspected_injections": {"type": "array", "items": _INJECTION_SCHEMA},
+            "remembered": {"type": "array", "items": _REMEMBERED_SCHEMA},
         }
     ),
 }

@@ -23,6 +23,8 @@ from codejury.render import (
     injection_places,
     location,
     one_line,
+    remembered_note,
+    remembered_places,
 )
 
 VERDICT_HEADLINES: dict[Verdict, str] = {
@@ -153,6 +155,8 @@ def render_review_markdown(review: Review) -> str:
         total = sum(review.dropped_findings.values())
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         lines += [f"{counted(total, 'finding')} dropped ({parts}).", ""]
+    if (remembered := remembered_note(review)) is not None:
+        lines += [remembered, "", *_details("Dismissed before", [f"- {p}" for p in remembered_places(review)])]
     if review.tests:
         lines += ["### Tests", "", f"- {one_line(review.tests)}", ""]
     if review.notes:

@@ -28,6 +28,8 @@ from codejury.render import (
     injection_places,
     location,
     one_line,
+    remembered_note,
+    remembered_places,
 )
 from codejury.render.markdown import VERDICT_HEADLINES
 
@@ -132,6 +134,10 @@ def render_review_terminal(review: Review, console: Console) -> None:
     if review.dropped_findings:
         parts = ", ".join(f"{one_line(k)}: {v}" for k, v in sorted(review.dropped_findings.items()))
         console.print(Text(f"Dropped findings: {parts}", style="dim"))
+    if (remembered := remembered_note(review)) is not None:
+        console.print(Text(remembered, style="dim"))
+        for place in remembered_places(review):
+            console.print(Text(f"  {place}", style="dim"))
     if review.tests:
         console.print(Text.assemble(("Tests: ", "bold"), one_line(review.tests)))
     for line in coverage_lines(review):

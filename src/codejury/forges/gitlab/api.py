@@ -254,6 +254,31 @@ class GitLabAPI:
         await self._request("POST", _mr_path(project, iid) + "/unapprove")
 
     # -- transport -------------------------------------------------------------------------------
+    async def default_branch(self, project: ProjectRef) -> str:
+        data = await self._json("GET", f"/projects/{_project(project)}")
+        return str(data.get("default_branch") or "main")
+
+    async def commit_files(
+        self, project: ProjectRef, branch: str, start_branch: str, message: str, files: Mapping[str, tuple[str, bool]]
+    ) -> str:
+        """One commit on a new ``branch`` started from ``start_branch``: each path's text, and whether it exists
+        there already (updated) or not (created); returns the commit's sha."""
+        actions = [
+            {"action": "update" if exists else "create", "file_path": path, "content": text}
+            for path, (text, exists) in files.items()
+        ]
+        body = {"branch": branch, "start_branch": start_branch, "commit_message": message, "actions": actions}
+        data = await self._json("POST", f"/projects/{_project(project)}/repository/commits", body=body)
+        return str(data.get("id") or "")
+
+    async def create_merge_request(
+        self, project: ProjectRef, source: str, target: str, title: str, description: str
+    ) -> tuple[int, str]:
+        """A merge request from ``source`` into ``target``: its iid and web URL."""
+        body = {"source_branch": source, "target_branch": target, "title": title, "description": description}
+        data = await self._json("POST", f"/projects/{_project(project)}/merge_requests", body=body)
+        return int(data["iid"]), str(data.get("web_url") or "")
+
     async def _json(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None) -> Any:
         response = await self._request(method, path, params=params, body=body)
         if response.status_code == 202:  # commands-only note: GitLab ran quick actions and saved nothing

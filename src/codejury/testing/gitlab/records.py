@@ -158,6 +158,7 @@ class Project:
     members: dict[int, int] = field(default_factory=dict)  # user id -> access level
     mrs: dict[int, MergeRequest] = field(default_factory=dict)
     commits: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> {path: text}, the whole tree
+    branches: dict[str, str] = field(default_factory=dict)  # name -> head sha (the default branch: "main")
 
 
 @dataclass(frozen=True)

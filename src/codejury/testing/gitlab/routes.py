@@ -24,6 +24,7 @@ from codejury.testing.gitlab.records import (
     opt_int,
     refuse,
 )
+from codejury.testing.gitlab.repository import post_branch, post_commit, post_merge_request
 from codejury.testing.gitlab.state import GitLabState
 
 Endpoint = Callable[[GitLabState, Call], "tuple[int, Any] | Answer"]
@@ -263,6 +264,9 @@ ROUTES: list[tuple[str, re.Pattern[str], Endpoint]] = [
         ("GET", r"/projects/(?P<project>[^/]+)/repository/files/(?P<file_path>[^/]+)/raw", _get_file_raw),
         ("GET", r"/projects/(?P<project>[^/]+)/repository/tree", _get_tree),
         ("GET", r"/projects/(?P<project>[^/]+)/repository/compare", _get_compare),
+        ("POST", r"/projects/(?P<project>[^/]+)/repository/branches", post_branch),
+        ("POST", r"/projects/(?P<project>[^/]+)/repository/commits", post_commit),
+        ("POST", r"/projects/(?P<project>[^/]+)/merge_requests", post_merge_request),
         ("GET", _MR, _get_mr),
         ("GET", _MR + "/versions", _get_versions),
         ("GET", _MR + "/diffs", _get_diffs),

@@ -1,0 +1,129 @@
+"""``codejury learn``: rules proposed from what the review store remembers about one repository.
+
+It reads the store (``--store``, else ``record.url``), groups what people with write access dismissed and what
+authors fixed after a finding, and writes ``.codejury/rules/learned.md`` (``--output`` elsewhere), or with
+``--propose PROJECT_URL`` opens a merge request on that GitLab project with the file: nothing learned applies
+until a person merges it (``codejury.memory.learn``). Only click is imported at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import click
+
+from codejury.stats_command import exit_on_error, open_reader, store_option
+
+
+@click.command("learn")
+@click.option(
+    "--repo",
+    "repository",
+    metavar="REPOSITORY",
+    help="The repository as recorded (host/group/name); default: the project --propose names.",
+)
+@click.option(
+    "--since",
+    default=None,
+    metavar="180d|2w|DATE|all",
+    help="Reviews recorded since then (default: [memory] max_age_days, the window memory suppresses in).",
+)
+@click.option(
+    "--min-changes",
+    type=click.IntRange(1),
+    default=2,
+    show_default=True,
+    help="Merge requests a pattern must be seen in to become a rule.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the rules here (default: .codejury/rules/learned.md in the current directory).",
+)
+@click.option(
+    "--propose",
+    metavar="PROJECT_URL",
+    help="Open a merge request on this GitLab project (https://HOST/GROUP/PROJECT, on the configured GitLab, "
+    "token in CODEJURY_GITLAB_TOKEN) that writes the rules file, instead of writing it here.",
+)
+@store_option
+def learn_command(
+    repository: str | None,
+    since: str | None,
+    min_changes: int,
+    output: Path | None,
+    propose: str | None,
+    store: str | None,
+) -> None:
+    """Propose rules for .codejury/rules/learned.md from what the team dismissed or fixed, with counts and links."""
+    line = exit_on_error(lambda: _learn(repository, since, min_changes, output, propose, store, dict(os.environ)))
+    click.echo(line)
+
+
+def _learn(
+    repository: str | None,
+    since: str | None,
+    min_changes: int,
+    output: Path | None,
+    propose: str | None,
+    store: str | None,
+    env: dict[str, str],
+) -> str:
+    from codejury.errors import InputError
+    from codejury.memory.learn import LEARNED_PATH, learned_rules
+    from codejury.record.memory import dismissed_patterns, fixed_patterns
+    from codejury.record.stats import parse_since
+    from codejury.stats_command import configured_settings
+
+    project_url = propose.strip().rstrip("/") if propose else None
+    if project_url is not None and urlsplit(project_url).scheme not in ("http", "https"):
+        raise InputError(f"--propose expects the project's URL, https://HOST/GROUP/PROJECT (got {propose!r})")
+    repository = repository or (project_url.split("://", 1)[1] if project_url else None)
+    if not repository:
+        raise InputError("which repository? --repo REPOSITORY (as recorded: host/group/name) or --propose PROJECT_URL")
+    settings = configured_settings(env, Path.cwd())
+    bound = parse_since(since) if since else None
+    start = bound or datetime.now(UTC).replace(tzinfo=None) - timedelta(days=settings.memory.max_age_days)
+    reader = open_reader(store, env, on_service="run codejury learn where its store can be read")
+    try:
+        with reader.connect() as conn:
+            dismissed = dismissed_patterns(conn, repository, start)
+            fixed = fixed_patterns(conn, repository, start)
+    finally:
+        reader.close()
+    web_base = project_url or f"https://{repository}"
+    text, rules = learned_rules(repository, dismissed, fixed, since=start, web_base=web_base, min_changes=min_changes)
+    if rules == 0:
+        return (
+            f"nothing to propose: no rule was dismissed or fixed in {min_changes} merge requests of {repository} "
+            f"since {start.date().isoformat()}"
+        )
+    if project_url is not None:
+        return asyncio.run(_propose(project_url, text, rules, env))
+    path = output or Path(LEARNED_PATH)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return f"wrote {rules} learned rule(s) to {path}: review them, then commit the file to apply them"
+
+
+async def _propose(project_url: str, text: str, rules: int, env: dict[str, str]) -> str:
+    from codejury.errors import InputError
+    from codejury.forges.gitlab.api import GitLabAPI
+    from codejury.forges.gitlab.target import gitlab_token
+    from codejury.forges.hosts import gitlab_instance
+    from codejury.memory.propose import propose_on_gitlab
+
+    instance = gitlab_instance(env)
+    project = instance.path_of(project_url).strip("/")
+    if not project or "/-/" in project:
+        raise InputError(f"--propose expects a GitLab project's URL below {instance.web_url}, not {project_url!r}")
+    async with GitLabAPI(instance.api_url, gitlab_token(env)) as api:
+        return (await propose_on_gitlab(api, project, text, rules)).line

@@ -1,0 +1,50 @@
+"""Opening the merge request that proposes learned rules (``codejury learn --propose``).
+
+One branch per content (``codejury/learned-rules-<digest>``), one commit that creates or updates
+``.codejury/rules/learned.md`` from the default branch, one merge request into it. A file on the default branch
+that already says the same is nothing to propose; a branch of that content that exists already means the same rules
+were proposed before (their merge request is open, or was closed by a person): neither opens another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codejury.forges.errors import ForgeRefused
+from codejury.forges.gitlab.api import GitLabAPI
+from codejury.memory.keys import digest
+from codejury.memory.learn import LEARNED_PATH
+
+BRANCH_PREFIX = "codejury/learned-rules-"
+TITLE = "codejury: rules learned from this repository's reviews"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What ``--propose`` did, in one line, and the merge request's page when it opened one."""
+
+    line: str
+    url: str = ""
+
+
+async def propose_on_gitlab(api: GitLabAPI, project: str, text: str, rules: int) -> Proposal:
+    """A merge request on GitLab project ``project`` that writes ``text`` to the learned rules file."""
+    target = await api.default_branch(project)
+    current = await api.file_text(project, LEARNED_PATH, target)
+    if current == text:
+        return Proposal(f"nothing new to propose: {LEARNED_PATH} on {target} already holds these rules")
+    branch = BRANCH_PREFIX + digest(text, 10)
+    message = f"{TITLE}\n\n{rules} rule(s) proposed by codejury learn; nothing applies until a person merges this."
+    try:
+        await api.commit_files(project, branch, target, message, {LEARNED_PATH: (text, current is not None)})
+    except ForgeRefused as exc:
+        if exc.status == 400 and "already exists" in str(exc):
+            return Proposal(f"already proposed: the branch {branch} holds these rules")
+        raise
+    description = (
+        f"{rules} rule(s) learned from what people with write access dismissed, and what authors fixed after a "
+        f"finding, in this repository's recorded reviews. The compliance reviewer reads {LEARNED_PATH} once this "
+        "is merged; edit or delete any rule before merging, or close this to apply none."
+    )
+    iid, url = await api.create_merge_request(project, branch, target, TITLE, description)
+    return Proposal(f"opened !{iid} with {rules} learned rule(s): {url}", url)
