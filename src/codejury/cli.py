@@ -32,8 +32,6 @@ from codejury.cli_io import check_writable, shown_path, visible_text
 from codejury.dashboard.command import dashboard_command
 from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
-from codejury.flags import FAIL_ON_CHOICES as FAIL_ON_CHOICES
-from codejury.flags import ReviewFlags, review_flags, review_options
 from codejury.learn_command import learn_command
 from codejury.search_command import search_command
 from codejury.service.commands import serve_command, worker_command

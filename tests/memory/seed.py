@@ -36,6 +36,7 @@ def remember(
     store = Store(parse_record_url(url))
     try:
         store.write(ReviewRecord(**common, recorded_at=at - timedelta(hours=1), findings=[found], memory_keys=[key]))
-        store.write(ReviewRecord(**common, recorded_at=at, dismissals=[DismissalRecord(fingerprint=fp, by=by, how=how)]))
+        gone = DismissalRecord(fingerprint=fp, by=by, how=how)
+        store.write(ReviewRecord(**common, recorded_at=at, dismissals=[gone]))
     finally:
         store.close()

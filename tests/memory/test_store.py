@@ -27,7 +27,8 @@ def test_a_dismissal_is_found_by_rule_and_shape_in_its_repository_only(store_url
     remember(store_url, "gitlab.example.com/acme/other", "!1", RULE, "shape-b")
     store = Store(parse_record_url(store_url))
     with store.connect() as conn:
-        [found] = dismissals_for(conn, REPO, [(RULE, "shape-a"), (RULE, "shape-b"), ("ruff:S101", "shape-a")], _since(30))
+        asked = [(RULE, "shape-a"), (RULE, "shape-b"), ("ruff:S101", "shape-a")]
+        [found] = dismissals_for(conn, REPO, asked, _since(30))
         assert (found.change_id, found.dismissed_by, found.how, found.shape) == ("!1", "alice", "won't fix", "shape-a")
         assert dismissals_for(conn, REPO, [(RULE, "shape-c")], _since(30)) == []
     store.close()
