@@ -8,7 +8,6 @@ until a person merges it (``codejury.memory.learn``). Only click is imported at 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -104,6 +103,8 @@ def _learn(
             f"since {start.date().isoformat()}"
         )
     if project_url is not None:
+        import asyncio
+
         return asyncio.run(_propose(project_url, text, rules, env))
     path = output or Path(LEARNED_PATH)
     try:

@@ -42,6 +42,7 @@ def test_review_top_level_keys_in_stable_order() -> None:
         "tests",
         "below_threshold",
         "suspected_injections",
+        "remembered",
     ]
     assert data["verdict"] == "requested_changes"
     assert data["tier"] == "full"
