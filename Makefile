@@ -100,12 +100,15 @@ test-fast: $(STAMP)
 MYPY_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codejury-dev/mypy
 
 ## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included);
-## the import contracts of .importlinter (no import cycle, imports inside functions included; the layers).
+## the import contracts of .importlinter (no import cycle, imports inside functions included; the layers);
+## zizmor (installed with codejury as an analyzer) over this repository's workflows, its action and the documented
+## example workflow, offline, with .github/zizmor.yml: any finding fails.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy --cache-dir "$(MYPY_CACHE)"
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/zizmor --offline --quiet --config .github/zizmor.yml .github/workflows action.yml docs/ci/github-workflow.yml
 
 # Options given to every benchmark: `make bench BENCH_FLAGS=--smoke` runs each at its smoke size (seconds each, the
 # scripted model only: what the test suite runs, tests/test_benchmarks.py).

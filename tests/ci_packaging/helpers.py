@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +83,10 @@ def action_step(action: dict[str, Any], step_id: str) -> dict[str, Any]:
 
 
 def project_version() -> str:
-    version: str = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    return version
+    """The one version source, ``codejury.__version__`` as src/codejury/__init__.py writes it."""
+    found = re.search(r'^__version__ = "([^"]+)"$', (ROOT / "src" / "codejury" / "__init__.py").read_text(), re.M)
+    assert found, "src/codejury/__init__.py sets no __version__"
+    return found.group(1)
 
 
 def load_workflow() -> dict[str, Any]:

@@ -70,12 +70,17 @@ def test_component_default_image_is_the_versioned_one_this_repository_builds(tmp
         r"docker build [^\n]*--build-arg EXTRAS=local [^\n]*\$CI_REGISTRY_IMAGE:\$CI_COMMIT_TAG-local", script
     )
     assert name == "registry.gitlab.com/codejury/codejury", "$CI_REGISTRY_IMAGE of the codejury project"
-    # Its first command refuses a tag that is not the package's version.
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    # Its first command refuses a tag that is not the package's version, or that the changelog has no entry for.
+    (tmp_path / "src" / "codejury").mkdir(parents=True)
+    shutil.copy(ROOT / "src" / "codejury" / "__init__.py", tmp_path / "src" / "codejury" / "__init__.py")
+    shutil.copy(ROOT / "CHANGELOG.md", tmp_path / "CHANGELOG.md")
     check = job["script"][0]
     assert run_bash(check, tmp_path, {"CI_COMMIT_TAG": project_version()}).returncode == 0
     refused = run_bash(check, tmp_path, {"CI_COMMIT_TAG": "99.0.0"})
-    assert refused.returncode == 1 and "not the version in pyproject.toml" in refused.stderr
+    assert refused.returncode == 1 and "not the version in src/codejury/__init__.py" in refused.stderr
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## [Unreleased]\n", encoding="utf-8")
+    unlisted = run_bash(check, tmp_path, {"CI_COMMIT_TAG": project_version()})
+    assert unlisted.returncode == 1 and f"CHANGELOG.md has no entry for {project_version()}" in unlisted.stderr
 
 
 def test_component_inputs_are_declared_and_used() -> None:

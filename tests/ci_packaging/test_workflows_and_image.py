@@ -72,10 +72,14 @@ def test_documented_workflows_pin_third_party_actions_by_commit() -> None:
             assert PINNED_USES.search(line), f"{name}: not pinned to a commit with its version: {line}"
     # The README's workflow is the example's, checkout pin included.
     assert set(_third_party_uses(github_section)) == set(_third_party_uses(GITHUB_EXAMPLE.read_text(encoding="utf-8")))
+    # Every other snippet of the README too (the SARIF upload's among them).
+    for line in _third_party_uses(readme):
+        assert PINNED_USES.search(line), f"README: not pinned to a commit with its version: {line}"
 
 
 def test_install_instructions_work_without_pypi() -> None:
-    """codejury is not on PyPI: every install line names a clone (`-e .`) or the git repository."""
+    """codejury is not on PyPI: every install line names a clone (`-e .`), the git repository or a release's
+    wheel file."""
     texts = {
         p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in [README, *(ROOT / "docs").rglob("*.md")]
     }
@@ -84,7 +88,8 @@ def test_install_instructions_work_without_pypi() -> None:
             for spec in re.findall(r"pip install (?:-[-\w]+ )*('[^']*'|\S+)", line):
                 spec = spec.strip("'")
                 if "codejury" in spec:
-                    assert "@ git+https://" in spec, f"{name}: {line.strip()}"
+                    wheel = re.fullmatch(r"\./codejury-[^/]+\.whl(\[[\w,]+\])?", spec)
+                    assert "@ git+https://" in spec or wheel, f"{name}: {line.strip()}"
     assert "pip install -e '.[local]'" in texts["README.md"]
 
 
