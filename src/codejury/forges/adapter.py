@@ -2,7 +2,8 @@
 
 - ``ForgeAdapter``: the ``async with`` lifetime (ask the forge who the token is, close the
   client however it ends), the previous state read once a run, the ``PlanOptions`` of the
-  forge and ``publish_review`` (plan, publish, plan again when the forge refuses a comment).
+  forge and ``publish_review`` (plan, publish, plan again when the forge refuses a comment);
+  reading is its ``reader``'s (``ForgeReader``), publishing its ``publisher``'s (``ForgePublisher``).
 - ``human_comments``: the humans' comments, a ``break glass`` one kept only from a writer.
 - ``thread_replies`` / ``resolved_by_human``: a bot thread's replies and who resolved it.
 - ``ForgeAdapter.head_side``: the reviewed head commit's tree from the CI job's checkout or the
@@ -17,10 +18,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import ClassVar, Self, TypeVar
+from typing import ClassVar, Protocol, Self, TypeVar
 
 from codejury.change.break_glass import BREAK_GLASS_RE
-from codejury.change.types import FileChange
+from codejury.change.types import ChangeSet, FileChange
 from codejury.checkout import HeadSide
 from codejury.checkout.fetch import Remote
 from codejury.checkout.head import ReadFile, find_head_side, read_through_api
@@ -37,8 +38,28 @@ def forge_redactor(env: Mapping[str, str], token: str) -> Redactor:
     return Redactor([*secret_values(env), token])
 
 
+class ForgeClient(Protocol):
+    async def close(self) -> None: ...
+
+
+class ForgeReader(Protocol):
+    """Reads one merge or pull request for a review."""
+
+    async def load_change(self) -> ChangeSet: ...
+
+    async def read_previous(self) -> PreviousState: ...
+
+
+class ForgePublisher(Protocol):
+    """Publishes a review (or the failure note) on one merge or pull request."""
+
+    async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]: ...
+
+    async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]: ...
+
+
 class ForgeAdapter:
-    """The base of a ``plan.Forge``: subclasses say who the token is, read and publish."""
+    """The base of a ``plan.Forge``: subclasses say who the token is and set the client, reader and publisher."""
 
     forge_name: ClassVar[str]
     """The forge, as the ``published`` event names it."""
@@ -47,6 +68,9 @@ class ForgeAdapter:
     suggestion_offsets: ClassVar[bool] = True
 
     env: Mapping[str, str]
+    api: ForgeClient
+    reader: ForgeReader
+    publisher: ForgePublisher
 
     def __init__(self) -> None:
         self.posted: list[str] = []
@@ -91,7 +115,7 @@ class ForgeAdapter:
         raise NotImplementedError
 
     async def _close(self) -> None:
-        raise NotImplementedError
+        await self.api.close()
 
     async def __aenter__(self) -> Self:
         try:
@@ -120,11 +144,19 @@ class ForgeAdapter:
             self._previous_read = await self._read_previous()
         return self._previous_read
 
+    async def load_change(self) -> ChangeSet:
+        """The change to review; the previous state is read here too (once a run)."""
+        return await self.reader.load_change()
+
     async def _read_previous(self) -> PreviousState:
-        raise NotImplementedError
+        return await self.reader.read_previous()
 
     async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
-        raise NotImplementedError
+        return await self.publisher.publish(plan, replan)
+
+    async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
+        """The short failure note in place of the summary, and no approval."""
+        return await self.publisher.publish_failure(previous, message, head_sha)
 
     def plan_options(self, *, max_inline: int, approve: bool) -> PlanOptions:
         return PlanOptions(

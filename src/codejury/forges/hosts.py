@@ -103,6 +103,22 @@ class ForgeInstance:
             raise InputError(f"the URL is not below the configured {self.name} {self.web_url}")
         return path[len(prefix) :]
 
+    def page(self, url: str, shape: re.Pattern[str], noun: str, expected: str) -> re.Match[str]:
+        """``shape`` matched on the path of ``url`` below this instance (a ``noun`` page, ``expected`` in
+        messages); ``InputError`` for another shape or host."""
+        if not has_page_shape(url, shape):
+            raise InputError(f"not a {noun} URL: {url!r} (expected {expected})")
+        match = shape.match(self.path_of(url.strip()).strip("/"))
+        if match is None:
+            raise InputError(f"not a {noun} URL below {self.web_url} (expected {expected})")
+        return match
+
+
+def has_page_shape(url: str, shape: re.Pattern[str]) -> bool:
+    """Whether ``url`` is an http(s) URL whose path has ``shape`` (on any host: nothing is sent yet)."""
+    parts = urlsplit(url.strip())
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and bool(shape.match(parts.path.strip("/")))
+
 
 @dataclass(frozen=True)
 class ForgeHosts:

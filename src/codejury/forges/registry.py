@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 from codejury.errors import ConfigError, InputError
 from codejury.forges.plan import Forge
@@ -19,6 +21,7 @@ Env = Mapping[str, str]
 Warn = Callable[[str], None]
 Opener = Callable[[], Forge]
 """Makes the adapter (and its HTTP client) when the review starts; use the result with ``async with``."""
+Target = TypeVar("Target")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,29 @@ class ForgeKind:
     """The opener for a URL it claims; raises ``InputError`` (e.g. no token)."""
     from_ci: Callable[[Env, Warn], Opener | None]
     """The opener for the CI run described by ``env``, or None when this is not one of its runs."""
+
+
+def forge_kind(
+    adapter: Callable[..., Forge],
+    *,
+    url_noun: str,
+    url_shape: str,
+    ci_run: str,
+    claims_url: Callable[[str], bool],
+    target_from_url: Callable[[str, Env], Target],
+    target_from_env: Callable[[Env], Target | None],
+) -> ForgeKind:
+    """The ``ForgeKind`` of a forge whose openers make ``adapter(target, env=env, warn=warn)`` for the
+    target a URL names (``target_from_url``) or the CI run describes (``target_from_env``)."""
+
+    def from_url(url: str, env: Env, warn: Warn) -> Opener:
+        return partial(adapter, target_from_url(url, env), env=env, warn=warn)
+
+    def from_ci(env: Env, warn: Warn) -> Opener | None:
+        target = target_from_env(env)
+        return None if target is None else partial(adapter, target, env=env, warn=warn)
+
+    return ForgeKind(url_noun, url_shape, ci_run, claims_url, from_url, from_ci)
 
 
 def forge_opener(registered: Mapping[str, object], url: str | None, env: Env, warn: Warn) -> Opener:

@@ -12,35 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from codejury.change.types import ChangeSet, FileChange
+from codejury.change.types import FileChange
 from codejury.findings import Review
 from codejury.forges.adapter import forge_redactor
 from codejury.forges.github.api import GitHubAPI
-from codejury.forges.github.checks import Outcome, check_conclusion
+from codejury.forges.github.checks import Outcome
 from codejury.forges.github.publisher import PullRequestPublisher
-from codejury.forges.github.pull import PullRequestState, Warn, same_login
+from codejury.forges.github.pull import PullRequestState, Warn
 from codejury.forges.github.reader import PullRequestReader
-from codejury.forges.github.target import (
-    TOKEN_HINT,
-    GitHubTarget,
-    github_token,
-    is_pull_request_url,
-    target_from_env,
-    target_from_url,
-)
-from codejury.forges.plan import PreviousState, PublishPlan, Replan
-
-__all__ = [
-    "GitHubPullRequest",
-    "GitHubTarget",
-    "Outcome",
-    "check_conclusion",
-    "github_token",
-    "is_pull_request_url",
-    "same_login",
-    "target_from_env",
-    "target_from_url",
-]
+from codejury.forges.github.target import TOKEN_HINT, GitHubTarget
+from codejury.forges.plan import PreviousState, PublishPlan
 
 
 class GitHubPullRequest(PullRequestState):
@@ -67,12 +48,6 @@ class GitHubPullRequest(PullRequestState):
         self.reader = PullRequestReader(self)
         self.publisher = PullRequestPublisher(self)
 
-    async def load_change(self) -> ChangeSet:
-        return await self.reader.load_change()
-
-    async def _read_previous(self) -> PreviousState:
-        return await self.reader.read_previous()
-
     async def publish_review(
         self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
         approve: bool, max_inline: int,
@@ -82,9 +57,3 @@ class GitHubPullRequest(PullRequestState):
         return await super().publish_review(
             review, files, previous, fail_on=fail_on, approve=approve, max_inline=max_inline
         )
-
-    async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
-        return await self.publisher.publish(plan, replan)
-
-    async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
-        return await self.publisher.publish_failure(previous, message, head_sha)

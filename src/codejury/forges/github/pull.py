@@ -33,6 +33,8 @@ class PullRequestState(ForgeAdapter):
     suggestion_offsets = False
     """GitHub's ```suggestion replaces start_line..line, so no line offsets."""
 
+    api: GitHubAPI
+
     def __init__(self, target: GitHubTarget, api: GitHubAPI, *, env: Mapping[str, str], warn: Warn) -> None:
         super().__init__()
         self.target = target
@@ -55,9 +57,6 @@ class PullRequestState(ForgeAdapter):
 
     async def _identify(self) -> None:
         self._me = await self.api.current_login()
-
-    async def _close(self) -> None:
-        await self.api.close()
 
     @property
     def me(self) -> str:

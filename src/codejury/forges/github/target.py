@@ -15,11 +15,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from codejury.errors import InputError
 from codejury.forges.github.api import ACTIONS_BOT_LOGIN, DEFAULT_API_URL
-from codejury.forges.hosts import ForgeInstance, github_instance
+from codejury.forges.hosts import ForgeInstance, github_instance, has_page_shape
 
 TOKEN_ENVS = ("CODEJURY_GITHUB_TOKEN", "GITHUB_TOKEN")
 TOKEN_HINT = "CODEJURY_GITHUB_TOKEN (or GITHUB_TOKEN)"
@@ -59,18 +58,12 @@ def github_token(env: Mapping[str, str]) -> tuple[str, str]:
 
 def is_pull_request_url(url: str) -> bool:
     """Whether ``url`` has the shape of a GitHub pull request's page."""
-    parts = urlsplit(url.strip())
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and bool(_PR_PATH.match(parts.path.strip("/")))
+    return has_page_shape(url, _PR_PATH)
 
 
 def pull_request_on(instance: ForgeInstance, url: str) -> tuple[str, int]:
     """``(owner/repo, number)`` of a pull request URL on ``instance``; ``InputError`` for another shape or host."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or not _PR_PATH.match(parts.path.strip("/")):
-        raise InputError(f"not a GitHub pull request URL: {url!r} (expected {URL_SHAPE})")
-    match = _PR_PATH.match(instance.path_of(url.strip()).strip("/"))
-    if match is None:
-        raise InputError(f"not a GitHub pull request URL below {instance.web_url} (expected {URL_SHAPE})")
+    match = instance.page(url, _PR_PATH, "GitHub pull request", URL_SHAPE)
     return match["repo"], int(match["number"])
 
 

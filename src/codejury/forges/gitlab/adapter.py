@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from codejury.change.types import ChangeSet
 from codejury.forges.adapter import forge_redactor
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.gitlab.merge_request import MergeRequestState, Warn
 from codejury.forges.gitlab.publisher import MergeRequestPublisher
 from codejury.forges.gitlab.reader import MergeRequestReader
 from codejury.forges.gitlab.target import GitLabTarget
-from codejury.forges.plan import PreviousState, PublishPlan, Replan
 
 
 class GitLabMergeRequest(MergeRequestState):
@@ -37,17 +35,3 @@ class GitLabMergeRequest(MergeRequestState):
         super().__init__(target, api, env=env, warn=warn)
         self.reader = MergeRequestReader(self)
         self.publisher = MergeRequestPublisher(self)
-
-    async def load_change(self) -> ChangeSet:
-        """The MR as a change set; the bot's previous state is read here too (once a run)."""
-        return await self.reader.load_change()
-
-    async def _read_previous(self) -> PreviousState:
-        return await self.reader.read_previous()
-
-    async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]:
-        """Inline threads, then resolutions, then approval, then the summary (see ``gitlab.publisher``)."""
-        return await self.publisher.publish(plan, replan)
-
-    async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
-        return await self.publisher.publish_failure(previous, message, head_sha)

@@ -26,6 +26,8 @@ class MergeRequestState(ForgeAdapter):
     forge_name = "gitlab"
     noun = "merge request"
 
+    api: GitLabAPI
+
     def __init__(self, target: GitLabTarget, api: GitLabAPI, *, env: Mapping[str, str], warn: Warn) -> None:
         super().__init__()
         self.target = target
@@ -41,9 +43,6 @@ class MergeRequestState(ForgeAdapter):
 
     async def _identify(self) -> None:
         self._me = await self.api.current_user()
-
-    async def _close(self) -> None:
-        await self.api.close()
 
     @property
     def me(self) -> GitLabUser:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from codejury.errors import InputError
 from codejury.forges.gitlab.api import TOKEN_ENV
-from codejury.forges.hosts import ForgeInstance, gitlab_instance
+from codejury.forges.hosts import ForgeInstance, gitlab_instance, has_page_shape
 
 URL_SHAPE = "https://HOST/GROUP/PROJECT/-/merge_requests/N"
 _MR_URL = re.compile(r"^(?P<project>.+?)/-/merge_requests/(?P<iid>\d+)(?:/.*)?$")
@@ -44,18 +43,12 @@ def gitlab_token(env: Mapping[str, str]) -> str:
 
 def is_merge_request_url(url: str) -> bool:
     """Whether ``url`` has the shape of a GitLab merge request's page."""
-    parts = urlsplit(url.strip())
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and bool(_MR_URL.match(parts.path.strip("/")))
+    return has_page_shape(url, _MR_URL)
 
 
 def merge_request_on(instance: ForgeInstance, url: str) -> tuple[str, int]:
     """``(project path, iid)`` of a merge request URL on ``instance``; ``InputError`` for another shape or host."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or not _MR_URL.match(parts.path.strip("/")):
-        raise InputError(f"not a GitLab merge request URL: {url!r} (expected {URL_SHAPE})")
-    match = _MR_URL.match(instance.path_of(url.strip()).strip("/"))
-    if match is None:
-        raise InputError(f"not a GitLab merge request URL below {instance.web_url} (expected {URL_SHAPE})")
+    match = instance.page(url, _MR_URL, "GitLab merge request", URL_SHAPE)
     return match["project"], int(match["iid"])
 
 
