@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from codejury import __version__
-from codejury.cli_io import check_writable, shown_path, visible_text
+from codejury.cli_io import OneLineUsage, check_writable, shown_path, visible_text
 from codejury.dashboard.command import dashboard_command
 from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
@@ -77,8 +77,9 @@ def _progress(msg: str) -> None:
     click.echo(f"codejury: {visible_text(msg)}", err=True)
 
 
-class _Commands(click.Group):
-    """The command group: an unexpected exception in any command ends as one line and exit 5."""
+class _Commands(OneLineUsage):
+    """The command group: an unexpected exception in any command ends as one line and exit 5; a usage error as
+    one line and exit 2 (``OneLineUsage``)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

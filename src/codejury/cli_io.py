@@ -3,7 +3,9 @@
 A review is paid for before it is written, so every path it will be written to is checked first
 (``check_writable``: a missing folder, a directory, a read-only file or file system, a name too
 long), and a write that still fails afterwards (a full disk) is reported as an ``OutputError``
-instead of a traceback. Standard library only: the CLI imports this at start-up.
+instead of a traceback. A usage error (an unknown option or command, a value a flag does not take) is one
+line and exit 2 like codejury's own errors (``OneLineUsage``), not click's four. Standard library and click
+only: the CLI imports this at start-up.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import re
 import select
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
+
+import click
 
 from codejury.errors import OutputError
 
@@ -91,3 +96,37 @@ def piped_stdin_has_data() -> bool:
         return bool(ready) and bool(os.read(fd, 1))
     except (OSError, ValueError):  # no real descriptor (an embedding process, a test runner)
         return False
+
+
+class OneLineUsage(click.Group):
+    """A command group whose usage errors, its own and its commands', are one line on standard error and exit 2:
+    ``codejury: review: No such option '--bogus'. Did you mean '--base'? (codejury review --help)``."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            usage_error(exc)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            # a command's flags that do not parse name no context of theirs: the command is the one being invoked
+            named = exc.ctx is not None and exc.ctx is not ctx
+            sub = ctx.invoked_subcommand if not named and ctx.invoked_subcommand not in (None, "*") else None
+            usage_error(exc, f"{ctx.command_path} {sub}" if sub else None)
+
+
+def usage_error(exc: click.UsageError, path: str | None = None) -> NoReturn:
+    """``exc`` as one line (the command, click's message, where the help is; known secrets scrubbed), exit 2."""
+    from codejury.secrets import redact_env  # only on this path: the CLI's start-up stays light
+
+    path = path or (exc.ctx.command_path if exc.ctx is not None else "")
+    command = path.partition(" ")[2]  # the program's own name as run (``python -m``, a wrapper) is not shown
+    message = " ".join(exc.format_message().split())
+    line = f"{command + ': ' if command else ''}{message} ({' '.join(('codejury', command)).strip()} --help)"
+    click.echo(f"codejury: {visible_text(redact_env(line))}", err=True)
+    sys.exit(exc.exit_code)

@@ -345,10 +345,10 @@ def _screen_tests(screen: Screen, report: TestReport | None) -> None:
 
 
 def _say_discussion(run: ReviewRun) -> None:
-    """Whether the reviewers get the forge's discussion (``get_pr_discussion``), said in the events and progress."""
+    """Whether the reviewers get the forge's discussion (``get_pr_discussion``), said in the events (a local review
+    has none to expect, so its progress does not mention it)."""
     discussion = run.change.meta.discussion
     if discussion is None:
-        run.options.say("no discussion to read: the review is not on a forge, so get_pr_discussion is not offered")
         run.events.emit("discussion", available=False, reason="not reviewed on a forge")
         return
     opened = sum(1 for t in discussion.threads if t.open)
