@@ -29,7 +29,7 @@ import json
 import ssl
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -172,19 +172,44 @@ def _walk(exc: BaseException) -> Iterator[BaseException]:
                 todo.append(nxt)
 
 
+Kinds = Sequence[tuple[type[BaseException] | tuple[type[BaseException], ...], ErrorKind, str]]
+"""Error classes, each with its kind and reason, in the order they are tried (a subclass before its base)."""
+
+_OURS_AND_PYDANTIC_AI: Kinds = (
+    (asyncio.CancelledError, "fatal", "cancelled"),
+    (UsageLimitExceeded, "fatal", "usage limit exceeded"),
+    (OutputTokenLimitExceeded, "truncated", "output cut off at the token limit"),
+    (ContentFilterError, "fatal", "blocked by the provider's content filter"),
+)
+_CATEGORIES: Kinds = (
+    (ModelAuthenticationError, "fatal", "authentication failed"),
+    (ModelNotFoundError, "retryable", "model not found (retired or misspelt?)"),
+    (ModelRequestRejectedError, "fatal", "request rejected"),
+    ((ModelRequestTimeout, ModelTimeoutError), "retryable", "timed out"),
+    (ModelConnectionError, "retryable", "connection failed or dropped"),
+    (ModelOverloadedError, "retryable", "overloaded"),
+    (ModelUnavailableError, "retryable", "unavailable"),
+    (ModelRateLimitError, "retryable", "rate limited"),
+    (ModelServerError, "retryable", "server error"),
+)
+"""A pydantic-ai error without an HTTP status, by its category."""
+_BUILTINS: Kinds = (
+    (TimeoutError, "retryable", "timed out"),
+    (ConnectionError, "retryable", "connection failed or dropped"),
+    ((json.JSONDecodeError, UnicodeDecodeError), "retryable", "malformed response from the server"),
+)
+
+
+def _first_kind(err: BaseException, kinds: Kinds) -> tuple[ErrorKind, str] | None:
+    """The kind and reason of the first of ``kinds`` that ``err`` is an instance of, or None."""
+    return next(((kind, reason) for types, kind, reason in kinds if isinstance(err, types)), None)
+
+
 def _classify_one(err: BaseException) -> tuple[ErrorKind, str] | None:
-    if isinstance(err, ChainExhausted):
+    if isinstance(err, ChainExhausted | ModelStalled):
         return "retryable", str(err)
-    if isinstance(err, ModelStalled):
-        return "retryable", str(err)
-    if isinstance(err, asyncio.CancelledError):
-        return "fatal", "cancelled"
-    if isinstance(err, UsageLimitExceeded):
-        return "fatal", "usage limit exceeded"
-    if isinstance(err, OutputTokenLimitExceeded):
-        return "truncated", "output cut off at the token limit"
-    if isinstance(err, ContentFilterError):
-        return "fatal", "blocked by the provider's content filter"
+    if (found := _first_kind(err, _OURS_AND_PYDANTIC_AI)) is not None:
+        return found
     if isinstance(err, ModelHTTPError):
         status = err.status_code
         if isinstance(err, ModelQuotaExceededError):
@@ -213,13 +238,7 @@ def _classify_one(err: BaseException) -> tuple[ErrorKind, str] | None:
         return _by_status(err.response.status_code, "", overloaded=False)
     if isinstance(err, httpx2.TransportError) or _is_transport_error(err):
         return "retryable", "connection failed or dropped"
-    if isinstance(err, TimeoutError):
-        return "retryable", "timed out"
-    if isinstance(err, ConnectionError):
-        return "retryable", "connection failed or dropped"
-    if isinstance(err, json.JSONDecodeError | UnicodeDecodeError):
-        return "retryable", "malformed response from the server"
-    return None
+    return _first_kind(err, _BUILTINS)
 
 
 def _by_category(err: ModelAPIError) -> tuple[ErrorKind, str]:
@@ -229,26 +248,8 @@ def _by_category(err: ModelAPIError) -> tuple[ErrorKind, str]:
         return "quota", "quota or spend limit exhausted"
     if isinstance(err, ModelContextWindowExceededError) or any(m in codes for m in _CONTEXT_MARKERS):
         return "fatal", "context length exceeded"
-    if isinstance(err, ModelAuthenticationError):
-        return "fatal", "authentication failed"
-    if isinstance(err, ModelNotFoundError):
-        return "retryable", "model not found (retired or misspelt?)"
-    if isinstance(err, ModelRequestRejectedError):
-        return "fatal", "request rejected"
-    if isinstance(err, ModelRequestTimeout | ModelTimeoutError):
-        return "retryable", "timed out"
-    if isinstance(err, ModelConnectionError):
-        return "retryable", "connection failed or dropped"
-    if isinstance(err, ModelOverloadedError):
-        return "retryable", "overloaded"
-    if isinstance(err, ModelUnavailableError):
-        return "retryable", "unavailable"
-    if isinstance(err, ModelRateLimitError):
-        return "retryable", "rate limited"
-    if isinstance(err, ModelServerError):
-        return "retryable", "server error"
     # Uncategorised: pydantic-ai's "Failed to decode response as JSON", "Expected a JSON response", ...
-    return "retryable", "malformed response from the server"
+    return _first_kind(err, _CATEGORIES) or ("retryable", "malformed response from the server")
 
 
 def _by_status(status: int, codes: str, *, overloaded: bool) -> tuple[ErrorKind, str]:
