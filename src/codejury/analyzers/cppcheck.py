@@ -24,7 +24,7 @@ from codejury.analyzers.base import (
     on_changed_lines,
     run_tool,
 )
-from codejury.analyzers.toolkit import relative, tool_files, tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, relative
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 
@@ -43,20 +43,19 @@ def is_c_family(path: str) -> bool:
     return path.lower().endswith(SUFFIXES)
 
 
-class CppcheckAnalyzer:
+class CppcheckAnalyzer(ProgramAnalyzer):
     """Cppcheck's bug checks on the changed C/C++ files; ``binary`` overrides the lookup (tests)."""
 
     name = "cppcheck"
 
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
+    package = "cppcheck"
+    wants = staticmethod(is_c_family)
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = tool_files(change, self.name, is_c_family)
-        if change.root is None or not files:
+        program = self.program_for(change)
+        if program is None:
             return []
-        binary = tool_program(self.name, "cppcheck", self.binary)
+        binary, root, files = program
         with tempfile.TemporaryDirectory(prefix="codejury-cppcheck-") as tmp:
             out = Path(tmp) / "hits.txt"
             argv: list[str | Path] = [
@@ -64,7 +63,7 @@ class CppcheckAnalyzer:
                 "--suppress=missingIncludeSystem", f"--output-file={out}", f"--template={_TEMPLATE}",
                 *(f"./{f}" if f.startswith("-") else f for f in files),  # it takes no "--"
             ]  # fmt: skip
-            run = await run_tool(argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s)
+            run = await run_tool(argv, cwd=root, name=self.name, timeout_s=self.timeout_s)
             if run.returncode != 0:
                 raise AnalyzerFailed(f"cppcheck exited with {run.returncode}: {run.stderr_line()}")
             try:
@@ -73,7 +72,7 @@ class CppcheckAnalyzer:
                 text = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else ""
             except OSError as exc:
                 raise AnalyzerFailed(f"cppcheck's hits could not be read: {exc}") from exc
-        evidence = [e for e in (self._evidence(line, change.root) for line in text.splitlines()) if e is not None]
+        evidence = [e for e in (self._evidence(line, root) for line in text.splitlines()) if e is not None]
         return on_changed_lines(evidence, added_lines(change))
 
     def _evidence(self, row: str, root: Path) -> Evidence | None:

@@ -26,7 +26,7 @@ from codejury.analyzers.base import (
     on_changed_lines,
     run_tool,
 )
-from codejury.analyzers.toolkit import tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, tool_program
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
@@ -55,14 +55,10 @@ def is_dockerfile(path: str) -> bool:
     return name == "dockerfile" or name.startswith("dockerfile.") or name.endswith(".dockerfile")
 
 
-class HadolintAnalyzer:
+class HadolintAnalyzer(ProgramAnalyzer):
     """hadolint with our chosen rules; ``binary`` overrides the lookup (tests)."""
 
     name = "hadolint"
-
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
         if not any(is_dockerfile(f.path) for f in change.files if f.status != "deleted"):

@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 from codejury.analyzers.base import AnalyzerFailed, added_lines, on_changed_lines, read_head_text, run_tool
-from codejury.analyzers.toolkit import relative, tool_files, tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, relative
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 
@@ -64,23 +64,22 @@ def is_python(path: str) -> bool:
     return path.lower().endswith(SUFFIXES)
 
 
-class MypyAnalyzer:
+class MypyAnalyzer(ProgramAnalyzer):
     """mypy's run-time type errors on the changed Python files; ``binary`` overrides the lookup (tests)."""
 
     name = "mypy"
 
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
+    package = "mypy"
+    wants = staticmethod(is_python)
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = tool_files(change, self.name, is_python)
-        if change.root is None or not files:
+        program = self.program_for(change)
+        if program is None:
             return []
-        binary = tool_program(self.name, "mypy", self.binary)
+        binary, root, files = program
         with tempfile.TemporaryDirectory(prefix="codejury-mypy-") as tmp:
             config = Path(tmp) / "mypy.ini"
-            config.write_text(config_text(change.root), encoding="utf-8")
+            config.write_text(config_text(root), encoding="utf-8")
             argv: list[str | Path] = [
                 binary, "--config-file", config, "--no-incremental", "--cache-dir", os.devnull,
                 "--follow-imports=silent", "--explicit-package-bases", "--no-site-packages", "--ignore-missing-imports",
@@ -88,7 +87,7 @@ class MypyAnalyzer:
                 "--", *files,
             ]  # fmt: skip
             run = await run_tool(  # mypy is a Python program: it may need the interpreter's own path settings
-                argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s, inherit=("PYTHONPATH", "PYTHONHOME")
+                argv, cwd=root, name=self.name, timeout_s=self.timeout_s, inherit=("PYTHONPATH", "PYTHONHOME")
             )
         rows = [self._row(line) for line in run.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
         if run.returncode == 2:  # a blocking error (a file that does not parse) or a crash: nothing else was checked
@@ -99,11 +98,11 @@ class MypyAnalyzer:
             raise AnalyzerFailed(f"mypy exited with {run.returncode}: {run.stderr_line()}")
         evidence: dict[tuple[str, int, str], Evidence] = {}
         for row in rows:
-            item = self._evidence(row, change.root)
+            item = self._evidence(row, root)
             if item is not None:
                 evidence.setdefault((item.path, item.start_line, item.message), item)
         kept = on_changed_lines(evidence.values(), added_lines(change))
-        return [e for e in kept if e.rule != "name-defined" or not _star_import(change.root, e.path)]
+        return [e for e in kept if e.rule != "name-defined" or not _star_import(root, e.path)]
 
     def _row(self, line: str) -> dict[str, object]:
         try:

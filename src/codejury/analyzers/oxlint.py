@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codejury.analyzers.base import AnalyzerFailed, added_lines, on_changed_lines, run_tool
-from codejury.analyzers.toolkit import relative, tool_files, tool_json, tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, relative, tool_json
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 
@@ -40,20 +40,19 @@ def rule_name(code: str) -> str:
     return rule if plugin in ("eslint", "") or not rest else f"{plugin}/{rule}"
 
 
-class OxlintAnalyzer:
+class OxlintAnalyzer(ProgramAnalyzer):
     """oxlint's correctness rules on the changed scripts; ``binary`` overrides the lookup (tests)."""
 
     name = "oxlint"
 
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
+    package = "oxlint"
+    wants = staticmethod(is_script)
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = tool_files(change, self.name, is_script)
-        if change.root is None or not files:
+        program = self.program_for(change)
+        if program is None:
             return []
-        binary = tool_program(self.name, "oxlint", self.binary)
+        binary, root, files = program
         with tempfile.TemporaryDirectory(prefix="codejury-oxlint-") as tmp:
             config = Path(tmp) / "oxlintrc.json"
             config.write_text("{}\n", encoding="utf-8")
@@ -61,14 +60,14 @@ class OxlintAnalyzer:
                 binary, "--config", config, "--disable-nested-config", "-A", "all", "-D", "correctness",
                 "--format", "json", "--", *files,
             ]  # fmt: skip
-            run = await run_tool(argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s)
+            run = await run_tool(argv, cwd=root, name=self.name, timeout_s=self.timeout_s)
         if run.returncode not in (0, 1):  # 1: a rule was broken
             raise AnalyzerFailed(f"oxlint exited with {run.returncode}: {run.stderr_line()}")
         report = tool_json(self.name, run.stdout, {"diagnostics": []})
         diagnostics = report.get("diagnostics") if isinstance(report, dict) else None
         if not isinstance(diagnostics, list):
             raise AnalyzerFailed("oxlint printed JSON without its list of diagnostics")
-        root = change.root
+        root = root
         evidence = [e for e in (self._evidence(d, root) for d in diagnostics) if e is not None]
         return on_changed_lines(evidence, added_lines(change))
 

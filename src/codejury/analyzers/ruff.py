@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codejury.analyzers.base import AnalyzerFailed, AnalyzerSkipped, added_lines, head_files, on_changed_lines, run_tool
+from codejury.analyzers.toolkit import ProgramAnalyzer
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
@@ -61,14 +62,10 @@ def find_ruff() -> Path | None:
     return Path(found) if found else None
 
 
-class RuffAnalyzer:
+class RuffAnalyzer(ProgramAnalyzer):
     """ruff's precise rules on the changed Python files; ``binary`` overrides the lookup (tests)."""
 
     name = "ruff"
-
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
         if change.root is None:

@@ -35,6 +35,7 @@ from codejury.analyzers.base import (
     on_changed_lines,
     run_tool,
 )
+from codejury.analyzers.toolkit import ProgramAnalyzer
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
@@ -74,14 +75,10 @@ def merge_adjacent(hits: Iterable[Evidence]) -> list[Evidence]:
     return merged
 
 
-class RulePackAnalyzer:
+class RulePackAnalyzer(ProgramAnalyzer):
     """ast-grep with our packaged rules; ``binary`` overrides the lookup (tests)."""
 
     name = "rules"
-
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
         if change.root is None:

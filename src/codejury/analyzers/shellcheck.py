@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from codejury.analyzers.base import AnalyzerFailed, added_lines, on_changed_lines, read_head_text, run_tool
-from codejury.analyzers.toolkit import relative, tool_files, tool_json, tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, relative, tool_files, tool_json, tool_program
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 
@@ -128,14 +128,10 @@ def is_shell_script(root: Path, path: str) -> bool:
         return False
 
 
-class ShellCheckAnalyzer:
+class ShellCheckAnalyzer(ProgramAnalyzer):
     """ShellCheck's error and warning levels on changed scripts and workflow ``run:`` blocks."""
 
     name = "shellcheck"
-
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
         root = change.root

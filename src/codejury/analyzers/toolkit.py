@@ -4,7 +4,8 @@ Each of them (``shellcheck``, ``zizmor``, ``typos``, ``oxlint``, ``cppcheck``) r
 per review over the change's files of its languages, through ``base.run_tool`` (a time limit, output
 capped while read), and keeps only the hits on added lines. ``tool_files`` and ``tool_program``
 raise ``AnalyzerSkipped`` with one line when the change has files for the tool but it cannot run:
-no head-side tree to read, or the program is not installed.
+no head-side tree to read, or the program is not installed. ``ProgramAnalyzer`` is their base:
+the program's path for tests (``binary``), the time limit, and ``program_for`` (both lookups at once).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -55,6 +56,31 @@ def install_hint(name: str, package: str, environment: Mapping[str, str] | None 
     ):
         return f"no {package} wheel for this platform: install {name} from the system's packages, on PATH"
     return f"pip install {package}"
+
+
+class ProgramAnalyzer:
+    """An analyzer around one installed program; ``binary`` overrides the program's lookup (tests)."""
+
+    name: ClassVar[str]
+    package: ClassVar[str] = ""
+    """What installs the program (named in the skip's hint)."""
+
+    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
+        self.binary = binary
+        self.timeout_s = timeout_s
+
+    @staticmethod
+    def wants(path: str) -> bool:
+        """Whether the program reads ``path`` (a changed file)."""
+        raise NotImplementedError
+
+    def program_for(self, change: ChangeSet) -> tuple[Path, Path, list[str]] | None:
+        """``(program, head-side root, files)`` for ``change``, None when it has none of the files ``wants``;
+        a skip when it has some but no head-side tree, or the program is not installed."""
+        files = tool_files(change, self.name, self.wants)
+        if change.root is None or not files:
+            return None
+        return tool_program(self.name, self.package, self.binary), change.root, files
 
 
 def tool_json(name: str, stdout: bytes, default: Any) -> Any:

@@ -37,7 +37,7 @@ from codejury.analyzers.base import (
     read_head_text,
     run_tool,
 )
-from codejury.analyzers.toolkit import relative, tool_files, tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, relative
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 
@@ -61,22 +61,21 @@ def is_prose_or_code(path: str) -> bool:
     return not path.lower().endswith(_SKIPPED_SUFFIXES)
 
 
-class TyposAnalyzer:
+class TyposAnalyzer(ProgramAnalyzer):
     """typos on the changed text files; ``binary`` overrides the lookup (tests)."""
 
     name = "typos"
 
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
+    package = "typos"
+    wants = staticmethod(is_prose_or_code)
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = tool_files(change, self.name, is_prose_or_code)
-        if change.root is None or not files:
+        program = self.program_for(change)
+        if program is None:
             return []
-        binary = tool_program(self.name, "typos", self.binary)
+        binary, root, files = program
         argv: list[str | Path] = [binary, "--format", "json", "--color", "never", "--", *files]
-        run = await run_tool(argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s)
+        run = await run_tool(argv, cwd=root, name=self.name, timeout_s=self.timeout_s)
         if run.returncode not in (0, 2):  # 2: typos were found
             raise AnalyzerFailed(f"typos exited with {run.returncode}: {run.stderr_line()}")
         evidence: dict[tuple[str, int, str], tuple[str, Evidence]] = {}
@@ -87,7 +86,7 @@ class TyposAnalyzer:
                 hit = json.loads(raw)
             except ValueError as exc:
                 raise AnalyzerFailed(f"typos printed a line that is not JSON: {exc}") from exc
-            found = self._evidence(hit, change.root)
+            found = self._evidence(hit, root)
             if found is not None:  # a word repeated on a line is one hit
                 evidence.setdefault((found[1].path, found[1].start_line, found[1].message), found)
         added = added_lines(change)

@@ -22,7 +22,7 @@ from typing import Any
 
 from codejury.analyzers.base import AnalyzerFailed, added_lines, on_changed_lines, run_tool
 from codejury.analyzers.shellcheck import is_workflow
-from codejury.analyzers.toolkit import relative, tool_files, tool_json, tool_program
+from codejury.analyzers.toolkit import ProgramAnalyzer, relative, tool_json
 from codejury.change.types import ChangeSet
 from codejury.evidence import Evidence
 from codejury.findings import Severity
@@ -46,20 +46,19 @@ def _severity(audit: str, severity: str) -> Severity:
     return "warning" if severity == "High" else "suggestion"
 
 
-class ZizmorAnalyzer:
+class ZizmorAnalyzer(ProgramAnalyzer):
     """zizmor's offline audits on changed workflows; ``binary`` overrides the lookup (tests)."""
 
     name = "zizmor"
 
-    def __init__(self, binary: Path | None = None, timeout_s: float = 60.0) -> None:
-        self.binary = binary
-        self.timeout_s = timeout_s
+    package = "zizmor"
+    wants = staticmethod(is_workflow)
 
     async def analyze(self, change: ChangeSet) -> list[Evidence]:
-        files = tool_files(change, self.name, is_workflow)
-        if change.root is None or not files:
+        program = self.program_for(change)
+        if program is None:
             return []
-        binary = tool_program(self.name, "zizmor", self.binary)
+        binary, root, files = program
         with tempfile.TemporaryDirectory(prefix="codejury-zizmor-") as tmp:
             config = Path(tmp) / "zizmor.yml"
             config.write_text(CONFIG, encoding="utf-8")
@@ -67,13 +66,13 @@ class ZizmorAnalyzer:
                 binary, "--offline", "--no-exit-codes", "--no-progress", "--persona", "regular",
                 "--min-confidence", "medium", "--config", config, "--format", "json", "--", *files,
             ]  # fmt: skip
-            run = await run_tool(argv, cwd=change.root, name=self.name, timeout_s=self.timeout_s)
+            run = await run_tool(argv, cwd=root, name=self.name, timeout_s=self.timeout_s)
         if run.returncode != 0:
             raise AnalyzerFailed(f"zizmor exited with {run.returncode}: {run.stderr_line()}")
         findings = tool_json(self.name, run.stdout, [])
         if not isinstance(findings, list):
             raise AnalyzerFailed("zizmor printed JSON that is not a list of findings")
-        root = change.root
+        root = root
         evidence = [e for e in (self._evidence(f, root) for f in findings) if e is not None]
         return on_changed_lines(evidence, added_lines(change))
 
