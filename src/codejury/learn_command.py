@@ -74,8 +74,7 @@ def _learn(
     env: dict[str, str],
 ) -> str:
     from codejury.errors import InputError
-    from codejury.memory.learn import LEARNED_PATH, learned_rules
-    from codejury.record.memory import dismissed_patterns, fixed_patterns
+    from codejury.memory.learn import LEARNED_PATH, learn_from
     from codejury.record.stats import parse_since
     from codejury.stats_command import configured_settings
 
@@ -88,15 +87,13 @@ def _learn(
     settings = configured_settings(env, Path.cwd())
     bound = parse_since(since) if since else None
     start = bound or datetime.now(UTC).replace(tzinfo=None) - timedelta(days=settings.memory.max_age_days)
+    web_base = project_url or f"https://{repository}"
     reader = open_reader(store, env, on_service="run codejury learn where its store can be read")
     try:
         with reader.connect() as conn:
-            dismissed = dismissed_patterns(conn, repository, start)
-            fixed = fixed_patterns(conn, repository, start)
+            text, rules = learn_from(conn, repository, start, web_base=web_base, min_changes=min_changes)
     finally:
         reader.close()
-    web_base = project_url or f"https://{repository}"
-    text, rules = learned_rules(repository, dismissed, fixed, since=start, web_base=web_base, min_changes=min_changes)
     if rules == 0:
         return (
             f"nothing to propose: no rule was dismissed or fixed in {min_changes} merge requests of {repository} "

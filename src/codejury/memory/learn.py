@@ -18,7 +18,9 @@ import posixpath
 from collections.abc import Sequence
 from datetime import datetime
 
-from codejury.record.memory import Pattern
+from sqlalchemy import Connection
+
+from codejury.record.memory import Pattern, dismissed_patterns, fixed_patterns
 
 LEARNED_PATH = ".codejury/rules/learned.md"
 MIN_CHANGES = 2
@@ -102,3 +104,11 @@ def learned_rules(
     if acted:
         lines += ["## Findings the team acts on", "", *(acted_rule(p, web_base) for p in acted), ""]
     return "\n".join(lines), len(wanted) + len(acted)
+
+
+def learn_from(
+    conn: Connection, repository: str, since: datetime, *, web_base: str, min_changes: int = MIN_CHANGES
+) -> tuple[str, int]:
+    """``learned_rules`` from the store ``conn`` reads: what was dismissed or fixed in ``repository`` since then."""
+    dismissed, fixed = dismissed_patterns(conn, repository, since), fixed_patterns(conn, repository, since)
+    return learned_rules(repository, dismissed, fixed, since=since, web_base=web_base, min_changes=min_changes)

@@ -199,3 +199,10 @@ def _patterns(rows: Sequence[tuple[Any, ...]]) -> list[Pattern]:
         changes = len({row[3] for row in found})
         out.append(Pattern(rule, str(found[0][1]), paths, len(found), changes, tuple(examples)))
     return sorted(out, key=lambda p: (-p.changes, -p.count, p.rule))
+
+
+def recent_repositories(conn: Connection, since: datetime) -> list[str]:
+    """The repositories the store recorded a review of since ``since``."""
+    r = schema.reviews
+    query = select(r.c.repository).where(r.c.recorded_at >= since, r.c.repository != "").distinct()
+    return sorted(str(row[0]) for row in conn.execute(query))

@@ -139,6 +139,7 @@ def _user_header(name: str) -> str:
 
 def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> Any:
     """The Starlette app of ``codejury serve``; its lifespan opens the queue and starts the local runners."""
+    from codejury.memory.schedule import start_learner
     from codejury.record.store import Store
     from codejury.service.app import ServiceState, create_app
     from codejury.service.deliveries import Deliveries
@@ -192,9 +193,12 @@ def build_service(opts: ServiceOptions, say: Callable[[str], None] = _say) -> An
             await pg_app.open_async()
         else:
             await queue.start()
+        learner = start_learner(opts.config_file, opts.env, store, say)  # [memory] learn_every_hours
         try:
             yield
         finally:
+            if learner is not None:
+                learner.cancel()
             if pg_app is not None:
                 await pg_app.close_async()
             else:

@@ -1,0 +1,85 @@
+"""Learned rules proposed on a schedule by a review service (``[memory] learn_every_hours``).
+
+``start_learner`` starts, on the service's loop, a task that wakes every ``learn_every_hours`` and runs what
+``codejury learn --propose`` does for each repository on the configured GitLab that the store recorded a review
+of since the last wake: one merge request per new set of rules, none when the same rules were proposed before
+or the default branch holds them already. Each outcome, or why a repository could not be done, is one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from codejury.errors import CodejuryError
+from codejury.forges.gitlab.api import GitLabAPI
+from codejury.forges.gitlab.target import gitlab_token
+from codejury.forges.hosts import gitlab_instance
+from codejury.memory.learn import learn_from
+from codejury.memory.propose import propose_on_gitlab
+from codejury.record.memory import recent_repositories
+from codejury.record.store import Store
+
+
+async def learn_once(
+    store: Store, env: Mapping[str, str], *, max_age_days: int, recent: datetime, say: Callable[[str], None]
+) -> int:
+    """Rules proposed for each GitLab repository reviewed since ``recent``; returns how many merge requests it
+    opened."""
+    instance = gitlab_instance(env)
+    parts = urlsplit(instance.web_url)
+    host = f"{parts.netloc}{parts.path.rstrip('/')}/"
+    since = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=max_age_days)
+
+    def read() -> list[tuple[str, str, int]]:
+        with store.connect() as conn:
+            out = []
+            for repository in recent_repositories(conn, recent):
+                if repository.startswith(host):
+                    web = f"{parts.scheme}://{repository}"
+                    out.append((repository, *learn_from(conn, repository, since, web_base=web)))
+            return out
+
+    opened = 0
+    for repository, text, rules in await asyncio.to_thread(read):
+        if rules == 0:
+            continue
+        try:
+            async with GitLabAPI(instance.api_url, gitlab_token(env)) as api:
+                proposal = await propose_on_gitlab(api, repository[len(host) :], text, rules)
+        except CodejuryError as exc:
+            say(f"learn {repository}: {exc}")
+            continue
+        opened += bool(proposal.url)
+        say(f"learn {repository}: {proposal.line}")
+    return opened
+
+
+def start_learner(
+    config_file: Path | None, env: Mapping[str, str], store: Store | None, say: Callable[[str], None]
+) -> asyncio.Task[None] | None:
+    """The service's learning task when ``[memory] learn_every_hours`` is set (in its config file or environment)
+    and it has a store; the caller cancels it when the service stops."""
+    from codejury.change.types import ChangeSet
+    from codejury.settings_loader import load_settings, read_config_file
+
+    text = (str(config_file), read_config_file(config_file)) if config_file is not None else None
+    memory = load_settings(ChangeSet(files=()), env, config_file_text=text)[0].memory
+    if store is None or memory.learn_every_hours is None or not memory.enabled:
+        return None
+    every = timedelta(hours=memory.learn_every_hours)
+    say(f"learned rules are proposed every {memory.learn_every_hours} h for the GitLab repositories reviewed here")
+
+    async def learn_forever() -> None:
+        while True:
+            await asyncio.sleep(every.total_seconds())
+            recent = datetime.now(UTC).replace(tzinfo=None) - every
+            try:
+                await learn_once(store, env, max_age_days=memory.max_age_days, recent=recent, say=say)
+            except CodejuryError as exc:  # the store did not answer: the next wake tries again
+                say(f"learn: {exc}")
+
+    return asyncio.get_running_loop().create_task(learn_forever(), name="codejury-learn")
