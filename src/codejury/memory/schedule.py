@@ -63,10 +63,15 @@ def start_learner(
 ) -> asyncio.Task[None] | None:
     """The service's learning task when ``[memory] learn_every_hours`` is set (in its config file or environment)
     and it has a store; the caller cancels it when the service stops."""
+    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
     from codejury.change.types import ChangeSet
-    from codejury.settings_loader import load_settings, read_config_file
+    from codejury.errors import ConfigError
+    from codejury.settings_loader import load_settings
 
-    text = (str(config_file), read_config_file(config_file)) if config_file is not None else None
+    text = None
+    if config_file is not None:  # the service's own --config file, read as its reviews read it
+        data = read_path(config_file, MAX_CONFIG_BYTES, f"config file {config_file}", ConfigError)
+        text = (str(config_file), data.decode("utf-8", "replace"))
     memory = load_settings(ChangeSet(files=()), env, config_file_text=text)[0].memory
     if store is None or memory.learn_every_hours is None or not memory.enabled:
         return None
