@@ -9,13 +9,14 @@ import pytest
 
 from codejury import config_docs
 from codejury.change.types import ChangeSet
-from codejury.config import ENV_MODEL, ENV_SETTINGS, Settings, merge_file_table, read_config_text
+from codejury.config import ENV_ALIASES, ENV_MODEL, Settings, apply_environment, merge_file_table, read_config_text
 from codejury.config_schema import FileTable
 from codejury.contexts import Contributions
 from codejury.errors import ConfigError
+from codejury.flags import ReviewFlags
 from codejury.plugins import assemble
 from codejury.reviewers.roster import load_builtin_reviewers
-from codejury.settings_loader import load_settings, parse_assignments
+from codejury.settings_loader import load_review_settings, load_settings, parse_assignments
 from tests.engine_helpers import DictBase
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +167,7 @@ def test_the_reference_names_every_key_variable_and_flag() -> None:
     read_by_code = set()
     for path in (ROOT / "src" / "codejury").rglob("*.py"):
         read_by_code |= set(re.findall(r"\bCODEJURY_[A-Z][A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8")))
-    assert {ENV_MODEL, *ENV_SETTINGS} <= read_by_code
+    assert {ENV_MODEL, *ENV_ALIASES} <= read_by_code
     missing = sorted(v for v in read_by_code if f"`{v}`" not in page)
     assert not missing, f"environment variables read by codejury but not in docs/settings.md: {missing}"
 
@@ -189,7 +190,86 @@ def test_every_scalar_key_reaches_the_settings() -> None:
     table: dict[str, object] = {}
     for key in SCALAR_KEYS:
         default = FileTable.model_fields[key].default
-        other = {"fail_on": "never", "verify": "all", "votes_needed": 1, "weak_panel": "panel"}
+        other = {"fail_on": "never", "verify": "all", "votes_needed": 1, "weak_panel": "panel", "max_cost_usd": 2.5}
         table[key] = (not default) if isinstance(default, bool) else other[key] if key in other else default + 1
     settings = merge_file_table(Settings(), table, "x.toml")
     assert {key: getattr(settings, key) for key in SCALAR_KEYS} == table
+
+
+# -- the environment: every key, nested ones with __ ------------------------------------------------
+
+
+def test_every_key_has_a_variable_nested_ones_joined_with_double_underscores() -> None:
+    env = {
+        "CODEJURY_LIMITS__SPEND_PER_DAY_USD": "50",
+        "CODEJURY_MAX_COST_USD": "0.5",
+        "CODEJURY_EXCLUDE": "docs/**, *.lock",
+        "CODEJURY_WEAK_MODELS": '["ollama:*"]',
+        "CODEJURY_REVIEWERS__DOCUMENTATION__ENABLED": "false",
+        "CODEJURY_PROVIDERS__GW": '{"base_url": "https://gw.example/v1"}',
+        "CODEJURY_MAX_TOOL_CALLS": "7",
+        "CODEJURY_APPROVE": "off",
+        "CODEJURY_GITLAB_TOKEN": "glpat-not-a-setting",
+        "CODEJURY_VOTES": "",  # empty: unset
+    }
+    settings = apply_environment(Settings(), env)
+    assert settings.limits.spend_per_day_usd == 50.0 and settings.max_cost_usd == 0.5
+    assert settings.exclude == ("docs/**", "*.lock") and settings.weak_models == ("ollama:*",)
+    assert settings.disabled_reviewers == frozenset({"documentation"})
+    assert settings.providers["gw"].base_url == "https://gw.example/v1"
+    assert settings.max_tool_calls == 7 and settings.approve is False and settings.votes == 1
+    assert settings.origin("limits.spend_per_day_usd") == "environment: CODEJURY_LIMITS__SPEND_PER_DAY_USD"
+
+
+def test_the_longer_variable_wins_over_a_kept_short_name_and_codejury_model_fills_the_rest() -> None:
+    env = {
+        "CODEJURY_MODEL": "openai:every",
+        "CODEJURY_MODEL_TOP": "openai:short",
+        "CODEJURY_MODELS__TOP": "openai:long",
+        "CODEJURY_MODEL_LIGHT": "openai:light",
+        "CODEJURY_RECORD_URL": "none",
+    }
+    settings = apply_environment(Settings(), env)
+    assert dict(settings.models) == {"top": "openai:long", "standard": "openai:every", "light": "openai:light"}
+    assert settings.record_url == "none" and settings.model_source == "environment"
+
+
+def test_layers_run_file_then_config_then_environment_then_flags() -> None:
+    change = change_with({".codejury.toml": "max_cost_usd = 1.0\n[limits]\nreviews_per_day = 5\n"})
+    env = {"CODEJURY_MAX_COST_USD": "2", "CODEJURY_LIMITS__REVIEWS_PER_DAY": "9"}
+    from_env, _ = load_settings(change, env, config_file_text=("ci.toml", "max_cost_usd = 1.5\n"))
+    assert from_env.max_cost_usd == 2.0 and from_env.limits.reviews_per_day == 9
+    from_flag, _ = load_review_settings(change, env, ReviewFlags(max_cost=3.0, exclude=("gen/**",)))
+    assert from_flag.max_cost_usd == 3.0 and from_flag.exclude == ("gen/**",)
+    assert from_flag.origin("max_cost_usd") == "command line: --max-cost"
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"CODEJURY_LIMITS__SPEND_PER_DAYS_USD": "1"},
+            "environment: unknown setting(s): CODEJURY_LIMITS__SPEND_PER_DAYS_USD (did you mean 'spend_per_day_usd'?)",
+        ),
+        (
+            {"CODEJURY_LIMITS__SPEND_PER_DAY_USD": "-1"},
+            "environment: CODEJURY_LIMITS__SPEND_PER_DAY_USD must be greater than 0 (got the string '-1')",
+        ),
+        (
+            {"CODEJURY_MAX_COST_USD": "lots"},
+            "environment: CODEJURY_MAX_COST_USD must be a number (got the string 'lots')",
+        ),
+        ({"CODEJURY_MAX_TOOL_CALLS": "2.5"}, "environment: CODEJURY_MAX_TOOL_CALLS must be a whole number"),
+        (
+            {"CODEJURY_VERIFY": "some"},
+            "environment: CODEJURY_VERIFY must be 'weak', 'all' or 'off' (got the string 'some')",
+        ),
+        ({"CODEJURY_EXCLUDE": "[docs"}, "environment: CODEJURY_EXCLUDE is not valid JSON"),
+        ({"CODEJURY_LIMITS": "50"}, "environment: CODEJURY_LIMITS must be a JSON table, or set one key per variable"),
+    ],
+)
+def test_a_bad_variable_is_one_line_naming_it(env: dict[str, str], line: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        apply_environment(Settings(), env)
+    assert str(caught.value).startswith(line)
+    assert "\n" not in str(caught.value)

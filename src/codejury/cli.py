@@ -22,8 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -32,38 +31,18 @@ from codejury.cli_io import OneLineUsage, check_writable, shown_path, visible_te
 from codejury.dashboard.command import dashboard_command
 from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
+from codejury.flags import FAIL_ON_CHOICES as FAIL_ON_CHOICES
+from codejury.flags import ReviewFlags, review_flags, review_options
 from codejury.learn_command import learn_command
 from codejury.search_command import search_command
 from codejury.service.commands import serve_command, worker_command
 from codejury.stats_command import stats_command
-
-if TYPE_CHECKING:
-    from codejury.flags import ReviewFlags
-
-FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
-"""``config.FAIL_ON_CHOICES``, repeated so that ``--help`` need not import the config model (a test checks)."""
 
 EXIT_CODES = (
     "Exit codes: 0 review done; 1 --fail-on triggered; 2 bad input or configuration, or the review "
     "could not be written (it is printed instead); 3 no reviewer succeeded; 4 forge unavailable; "
     "5 internal error (CODEJURY_DEBUG=1 shows the traceback)."
 )
-
-
-class FormatName(click.ParamType[str]):
-    """A ``--format`` name, checked against the renderer registry once the plugins are loaded
-    (``session.check_format``): ``--help`` imports no renderer, and a plugin's format is accepted."""
-
-    name = "format"
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "FORMAT"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        text = str(value).strip().lower()
-        if not text or text.endswith("-plan"):
-            self.fail(f"{value!r} is not a format name", param, ctx)
-        return text
 
 
 def _err(msg: str) -> None:
@@ -110,140 +89,16 @@ def cli() -> None:
 
 
 @cli.command("review", epilog=EXIT_CODES)
-@click.option("--working-tree", is_flag=True, help="Include uncommitted and untracked changes.")
-@click.option(
-    "--base", "base_ref", metavar="REF", help="Base of the range (default: merge-base with the default branch)."
-)
-@click.option("--head", "head_ref", metavar="REF", help="Head of the range (default: HEAD).")
-@click.option("--diff", "diff_file", metavar="FILE", help="Review a unified diff file ('-' for stdin) instead of git.")
-@click.option(
-    "--source",
-    metavar="NAME",
-    help="Change source: git or diff (default: diff with --diff, else git), or one a plugin registers.",
-)
-@click.option(
-    "--repo",
-    "repo_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Repository directory (default: current directory; with --diff, where tools may read).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=FormatName(),
-    default=None,
-    help="Output format: markdown, json, terminal, sarif, rdjson, codeclimate, or one a plugin registers "
-    "(default: terminal on a TTY, markdown otherwise). CI artifacts of a review: "
-    "sarif (GitHub code scanning), rdjson (reviewdog), codeclimate (GitLab Code Quality).",
-)
-@click.option("--output", "-o", type=click.Path(path_type=Path), help="Write the review to FILE.")
-@click.option(
-    "--events",
-    "events_file",
-    type=click.Path(path_type=Path),
-    help="Write the JSONL event log to FILE.",
-)
-@click.option(
-    "--fail-on",
-    type=click.Choice(FAIL_ON_CHOICES),
-    default=None,
-    help="Exit 1 when the review reaches this level (default: requested_changes). 'unreviewed' and the "
-    "stricter levels also exit 1 when nothing was reviewed (verdict not_reviewed).",
-)
-@click.option("--break-glass", is_flag=True, help="Force approval whatever the review says (recorded).")
-@click.option("--dry-run", is_flag=True, help="Call no model: print the plan, tokens and estimated cost.")
-@click.option("--model", metavar="PROVIDER:MODEL", help="Use this model for every reviewer and the coordinator.")
-@click.option(
-    "--model-for",
-    multiple=True,
-    metavar="NAME=PROVIDER:MODEL",
-    help="Model for one reviewer (or 'coordinator'); repeatable.",
-)
-@click.option("--reflection/--no-reflection", default=None, help="Run the reflection pass before the judge.")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable.")
-@click.option(
-    "--baseline",
-    type=click.Choice(["naive"]),
-    default=None,
-    help="For measuring (codejury eval): one naive prompt on the same model instead of the panel.",
-)
-@click.option(
-    "--evidence",
-    multiple=True,
-    metavar="FILE",
-    help="SARIF from a tool you already run (CodeQL, Semgrep, ESLint…), read as analyzer evidence; repeatable.",
-)
-@click.option(
-    "--tests",
-    multiple=True,
-    metavar="FILE",
-    help="JUnit XML your CI job's tests wrote: failing tests are named in the review, back findings on the "
-    "changed functions they cover (evidence junit:<test id>) and are shown to the reviewers; repeatable.",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Extra config file (TOML: the keys of [tool.codejury], bare or inside a [tool.codejury] table).",
-)
-@click.option(
-    "--remote-config",
-    metavar="URL",
-    help="Fetch a JSON routing document (reviewer models, disabled providers and models, failback, kill switch) "
-    "at start-up, and again before each model request.",
-)
-@click.option(
-    "--max-cost",
-    type=float,
-    default=None,
-    metavar="USD",
-    help="Cost ceiling of this review in USD: when reached, running reviewers stop and the review is "
-    "published as partial, never as an approval (config: max_cost_usd).",
-)
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
-@click.option(
-    "--url",
-    metavar="URL",
-    help="Review a GitLab merge request or GitHub pull request through the API (token in "
-    "CODEJURY_GITLAB_TOKEN, or CODEJURY_GITHUB_TOKEN / GITHUB_TOKEN) and print it; the URL must be on the "
-    "configured forge (CODEJURY_GITLAB_URL / CODEJURY_GITHUB_URL), the only host the token goes to.",
-)
-@click.option(
-    "--publish",
-    is_flag=True,
-    help="Post the review on the merge request (--url, or the GitLab merge request pipeline or GitHub "
-    "pull request workflow this job runs in).",
-)
-@click.option(
-    "--max-inline",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="With --publish: at most N new inline comments per run, most severe first; the rest go in the summary.",
-)
-@click.option(
-    "--metrics-push",
-    metavar="URL",
-    help="Push the review's Prometheus metrics to this Pushgateway (job codejury, grouped by repository); "
-    "a failed push is a warning.",
-)
-@click.option(
-    "--metrics-textfile",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="PATH",
-    help="Write the review's Prometheus metrics to PATH (node-exporter textfile format, *.prom), atomically.",
-)
+@review_options()
 def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, a diff file, or a merge request."""
     import asyncio
 
-    from codejury.flags import ReviewFlags
     from codejury.forges.errors import ForgeUnavailable
 
     env = dict(os.environ)
     try:
-        code = asyncio.run(_review(env, ReviewFlags(**flags)))
+        code = asyncio.run(_review(env, review_flags(flags)))
     except ReviewFailed as exc:
         _err(f"review failed: {exc}")
         sys.exit(3)

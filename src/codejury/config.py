@@ -1,12 +1,15 @@
 """Layered configuration → frozen Settings → (with the plugins' contributions) one ReviewConfig.
 
-Layers, lowest first: built-in defaults < ``[tool.codejury]`` in pyproject.toml or
-``.codejury.toml`` (read from the base side of the change, so a change cannot reconfigure
-its own review) < ``--config FILE`` < environment (``CODEJURY_*``) < CLI flags. API keys are
-never config values: a provider names the environment variable that holds its key.
+Layers, lowest first (``LAYERS``): built-in defaults < ``[tool.codejury]`` in pyproject.toml or
+``.codejury.toml`` (read from the base side of the change, so a change cannot reconfigure its own review)
+< ``--config FILE`` < environment (``CODEJURY_*``: every key, ``CODEJURY_<TABLE>__<KEY>`` for a nested one) <
+command-line flags < the remote routing document (``remote_config``), which re-routes reviewer models,
+failback and providers over every other layer, since it is how an outage is handled while reviews run.
+API keys are never config values: a provider names the environment variable that holds its key.
 
-Every layer is validated by the pydantic models of ``config_schema`` (one error line naming the
-file, the key and what was expected); ``Settings`` is the frozen result the rest of the code reads.
+Every layer is validated by the one settings model, ``config_schema.FileTable`` (one error line naming
+the file, variable or flag, the key and what was expected); ``Settings`` is the frozen result the rest of
+the code reads.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_origin
+
+from pydantic import BaseModel
 
 from codejury.config_schema import FAIL_ON_CHOICES as FAIL_ON_CHOICES
-from codejury.config_schema import FileTable, Source, dotted, show_value, validate_table
+from codejury.config_schema import FileTable, Source, dotted, environment_table, show_value, validate_table
 from codejury.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -44,18 +49,25 @@ CLOUD_DEFAULTS: dict[str, dict[str, str]] = {
 }
 
 
+LAYERS = (
+    "built-in defaults",
+    "pyproject.toml [tool.codejury] (base side)",
+    ".codejury.toml (base side)",
+    "--config FILE",
+    "environment (CODEJURY_*)",
+    "command-line flags",
+    "remote routing document (remote_config)",
+)
+"""Where settings come from, lowest first: a later layer wins for the keys it sets."""
 ENV_MODEL = "CODEJURY_MODEL"
-ENV_SETTINGS: dict[str, str] = {
+"""One model for every tier, under the per-tier variables."""
+ENV_ALIASES: dict[str, str] = {
     "CODEJURY_MODEL_TOP": "models.top",
     "CODEJURY_MODEL_STANDARD": "models.standard",
     "CODEJURY_MODEL_LIGHT": "models.light",
-    "CODEJURY_REFLECTION": "reflection",
-    "CODEJURY_FAIL_ON": "fail_on",
-    "CODEJURY_REMOTE_CONFIG": "remote_config",
     "CODEJURY_RECORD_URL": "record.url",
 }
-"""Environment variables that set a config key (``CODEJURY_MODEL`` sets every tier); empty = unset."""
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+"""Shorter names kept for some keys' variables (``env_name``: ``CODEJURY_MODELS__TOP``); the long name wins."""
 _DEFAULT = FileTable()
 
 
@@ -238,31 +250,28 @@ class ReviewConfig:
         return self.settings.models[tier]
 
 
-TABLE_KEYS = frozenset(
-    {
-        "models",
-        "reviewers",
-        "providers",
-        "prices",
-        "failback",
-        "exclude",
-        "remote_config",
-        "plugins",
-        "weak_models",
-        "evidence",
-        "enable_analyzers",
-        "disable_analyzers",
-        "max_cost_usd",
-        "instructions_url",
-        "record",
-        "limits",
-        "confidence",
-        "retrieval",
-        "memory",
-    }
+_CONVERTED = frozenset({"remote_config", "instructions_url"})  # "" turns them off: None
+
+
+def _kind(annotation: Any) -> str:
+    """``list``, ``table`` (a dict or a model: merged per entry or converted) or ``scalar``."""
+    origin = get_origin(annotation)
+    if origin is list:
+        return "list"
+    if origin is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        return "table"
+    return "scalar"
+
+
+_KINDS = {name: _kind(info.annotation) for name, info in FileTable.model_fields.items()}
+SCALAR_KEYS = tuple(
+    key
+    for key, kind in _KINDS.items()
+    if kind == "scalar" and key in Settings.__dataclass_fields__ and key not in _CONVERTED
 )
-SCALAR_KEYS = tuple(key for key in FileTable.model_fields if key not in TABLE_KEYS)
 """Keys whose value a Settings field of the same name takes as it is (the others are merged or converted)."""
+LIST_KEYS = tuple(key for key, kind in _KINDS.items() if kind == "list")
+"""Keys whose list a Settings field of the same name takes as a tuple."""
 
 
 def read_config_text(name: str, text: str) -> tuple[dict[str, Any], str]:
@@ -299,10 +308,11 @@ def merge_file_table(
     prefix: str = "",
     names: Mapping[str, str] | None = None,
     model_source: str = "config",
+    strict: bool = True,
 ) -> Settings:
     """Validate one source's table and apply it over ``base`` (only the keys it sets)."""
     source = Source(where, prefix, names)
-    return merge_validated(base, validate_table(table, source), source, model_source=model_source)
+    return merge_validated(base, validate_table(table, source, strict=strict), source, model_source=model_source)
 
 
 def merge_validated(base: Settings, t: FileTable, source: Source, *, model_source: str = "config") -> Settings:
@@ -317,15 +327,13 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
             disabled.discard(name)
         elif entry.enabled is False:
             disabled.add(name)
-    for listed in ("exclude", "weak_models", "evidence", "enable_analyzers", "disable_analyzers"):
+    for listed in LIST_KEYS:
         if listed in t.model_fields_set:
             changes[listed] = tuple(getattr(t, listed))
     if "remote_config" in t.model_fields_set:
         changes["remote_config"] = t.remote_config or None
     if "instructions_url" in t.model_fields_set:
         changes["instructions_url"] = t.instructions_url or None
-    if "max_cost_usd" in t.model_fields_set:
-        changes["max_cost_usd"] = t.max_cost_usd
     if "url" in t.record.model_fields_set:
         changes["record_url"] = t.record.url
     if "prompts" in t.record.model_fields_set:
@@ -383,31 +391,26 @@ def _origins(tree: Mapping[str, Any], source: Source, parent: tuple[str, ...] = 
 
 
 def apply_environment(base: Settings, env: Mapping[str, str]) -> Settings:
-    """Apply the ``CODEJURY_*`` variables of ``ENV_SETTINGS`` and ``CODEJURY_MODEL`` (every tier)."""
-    table: dict[str, Any] = {}
-    names: dict[str, str] = {}
+    """Apply the ``CODEJURY_*`` variables that set a key (every key: ``config_schema.environment_table``), the
+    ``ENV_ALIASES`` and ``CODEJURY_MODEL`` (every tier not set otherwise); an empty variable counts as unset."""
+    table, names = environment_table(env)
+    for variable, key in ENV_ALIASES.items():
+        if env.get(variable) and key not in names:
+            parent, _, leaf = key.partition(".")
+            into = table.setdefault(parent, {})
+            if isinstance(into, dict):
+                into[leaf] = env[variable]
+                names[key] = variable
     if env.get(ENV_MODEL):
-        table["models"] = {tier: env[ENV_MODEL] for tier in TIERS}
-        names.update({f"models.{tier}": ENV_MODEL for tier in TIERS})
-    for variable, key in ENV_SETTINGS.items():
-        value = env.get(variable, "")
-        if not value:
-            continue
-        parent, _, leaf = key.rpartition(".")
-        into = table.setdefault(parent, {}) if parent else table
-        into[leaf] = _env_bool(variable, value) if key == "reflection" else value
-        names[key] = variable
+        models = table.setdefault("models", {})
+        for tier in TIERS if isinstance(models, dict) else ():
+            if tier not in models:
+                models[tier] = env[ENV_MODEL]
+                names[f"models.{tier}"] = ENV_MODEL
     if not table:
         return base
-    return merge_file_table(base, table, "environment", names=names, model_source="environment")
-
-
-def _env_bool(variable: str, value: str) -> bool:
-    if value.strip().lower() in _TRUE:
-        return True
-    if value.strip().lower() in _FALSE:
-        return False
-    raise ConfigError(f"environment: {variable} must be one of {', '.join(_TRUE + _FALSE)} (got {value[:40]!r})")
+    longest_first = dict(sorted(names.items(), key=lambda item: -len(item[0])))
+    return merge_file_table(base, table, "environment", names=longest_first, model_source="environment", strict=False)
 
 
 def check_provider(

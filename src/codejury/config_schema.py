@@ -1,29 +1,39 @@
-"""The config schema: pydantic models that validate every settings source.
+"""The settings model: one pydantic model (``FileTable``) that declares every setting and validates every
+source of one, the environment read through pydantic-settings.
 
 A config file's table (``.codejury.toml``, ``[tool.codejury]``, ``--config``), the ``CODEJURY_*``
-environment variables and the command-line flags that set the same keys all pass through
-``validate_table``: it returns a ``ConfigTable`` or raises one ``ConfigError`` line that names the
-source, the dotted key (``providers.gw.base_url``), what was expected and what was given. The same
-models, with their descriptions, are the settings reference (``python -m codejury.config_docs``).
+environment variables (``environment_table``: every key, a nested one with ``__``, e.g.
+``CODEJURY_LIMITS__SPEND_PER_DAY_USD``) and the command-line flags that set the same keys all pass through
+``validate_table``: it returns a ``FileTable`` or raises one ``ConfigError`` line that names the source, the
+dotted key (``providers.gw.base_url``) or the variable or flag the user wrote, what was expected and what was
+given. Files and flags are validated strictly (``"5"`` is not a number); environment variables are text, so
+theirs is read as a number, a boolean (``1``/``0``, ``true``/``false``, ``yes``/``no``, ``on``/``off``) or a
+list (JSON, or comma-separated) as the key expects. The same model, with its descriptions, is the settings
+reference (``python -m codejury.config_docs``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_settings import BaseSettings, EnvSettingsSource
+from pydantic_settings.sources.utils import parse_env_vars
 
 from codejury.errors import ConfigError
+from codejury.flags import FAIL_ON_CHOICES as FAIL_ON_CHOICES
 
-FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
-"""The ``fail_on`` levels, least to most lenient (``codejury.config`` re-exports them)."""
+ENV_PREFIX = "CODEJURY_"
+ENV_NESTED = "__"
 _PROVIDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the provider part of "provider:model"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -107,7 +117,7 @@ Glob = Annotated[str, Field(min_length=1), TypeLabel("glob")]
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)  # strict or not: per source (``validate_table``)
 
 
 class ModelsTable(_Table):
@@ -288,7 +298,9 @@ class RetrievalTable(_Table):
 
 
 class FileTable(_Table):
-    """The codejury table: ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml, or a ``--config`` file."""
+    """Every setting: the codejury table of ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml or a
+    ``--config`` file, and the ``CODEJURY_*`` variables (``CODEJURY_<KEY>``, ``CODEJURY_<TABLE>__<KEY>``: read by
+    pydantic-settings' environment source, ``environment_table``)."""
 
     models: ModelsTable = Field(default_factory=lambda: ModelsTable(), description="Model per tier (see [models]).")
     reviewers: dict[Name, ReviewerTable] = Field(
@@ -479,14 +491,75 @@ class Source:
         return f"{self.where}: {self.key(dotted)}"
 
 
-def validate_table(table: Mapping[str, Any], source: Source) -> FileTable:
-    """Validate one source's table; the first problem becomes one ConfigError line."""
+def validate_table(table: Mapping[str, Any], source: Source, *, strict: bool = True) -> FileTable:
+    """Validate one source's table (``strict``: no text read as a number or a boolean); the first problem
+    becomes one ConfigError line."""
     if not isinstance(table, Mapping):
         raise ConfigError(f"{source.where}: {source.prefix.rstrip('.') or 'the config'} must be a table")
     try:
-        return FileTable.model_validate(dict(table))
+        return FileTable.model_validate(dict(table), strict=strict)
     except ValidationError as exc:
         raise ConfigError(describe_errors(exc.errors(), source)) from exc
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping (a review's ``env``, not the process's)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._given = env
+        # The model is a plain pydantic model, so that files and flags are validated strictly (a BaseSettings
+        # re-validates in its __init__, which drops ``strict=True``); the source needs only its fields.
+        super().__init__(
+            cast("type[BaseSettings]", FileTable),
+            case_sensitive=False,
+            env_prefix=ENV_PREFIX,
+            env_nested_delimiter=ENV_NESTED,
+            env_ignore_empty=True,
+        )
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._given, False, True, None)  # names in any case; an empty value is unset
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo | None, value: Any) -> Any:
+        """A table or a list as JSON; a list also as comma-separated values (``CODEJURY_EXCLUDE=docs/**,*.lock``)."""
+        text = str(value).strip()
+        if text[:1] in ("[", "{"):
+            try:
+                return json.loads(text)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"environment: {self._variable(field_name, value)} is not valid JSON ({exc})"
+                ) from None
+        if field is not None and get_origin(field.annotation) is list:
+            return [part.strip() for part in text.split(",") if part.strip()]
+        variable = self._variable(field_name, value)
+        raise ConfigError(
+            f"environment: {variable} must be a JSON table, or set one key per variable as "
+            f"{variable}{ENV_NESTED}KEY (got {show_value(value)})"
+        )
+
+    def _variable(self, field_name: str, value: Any) -> str:
+        named = [k for k, v in self._given.items() if v == value and k.upper().endswith(field_name.upper())]
+        return named[0] if named else env_name(field_name)
+
+
+def environment_table(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``CODEJURY_*`` variables of ``env`` that set a key, as one table, and the variable of each dotted key
+    (for errors). Variables that are not settings (``CODEJURY_GITLAB_TOKEN``) are not read here."""
+    table = _Environment(env)()
+    names: dict[str, str] = {}
+    for variable, value in env.items():
+        if not value or not variable.upper().startswith(ENV_PREFIX):
+            continue
+        path = variable[len(ENV_PREFIX) :].lower().split(ENV_NESTED)
+        if path[0] in FileTable.model_fields:
+            names[".".join(path)] = variable
+    return table, names
+
+
+def env_name(dotted_key: str) -> str:
+    """The variable that sets a key: ``limits.spend_per_day_usd`` → ``CODEJURY_LIMITS__SPEND_PER_DAY_USD``."""
+    return ENV_PREFIX + dotted_key.replace(".", ENV_NESTED).upper()
 
 
 def dotted(loc: tuple[str | int, ...]) -> str:
@@ -527,6 +600,9 @@ def _expectation(error: ErrorDetails) -> str:
     kind = error["type"]
     phrases = {
         "bool_type": "true or false",
+        "bool_parsing": "one of 1, true, yes, on, 0, false, no, off",
+        "int_parsing": "a whole number",
+        "float_parsing": "a number",
         "int_type": "a whole number",
         "float_type": "a number",
         "string_type": "a string",

@@ -22,7 +22,7 @@ import click
 from codejury.change.types import ChangeSet
 from codejury.cli_io import piped_stdin_has_data, shown_path, visible_text
 from codejury.config import Settings
-from codejury.errors import CodejuryError, ConfigError, InputError, OutputError
+from codejury.errors import CodejuryError, InputError, OutputError
 from codejury.findings import Plan, Review
 from codejury.flags import ReviewFlags
 from codejury.judge.verdict import should_fail
@@ -209,30 +209,9 @@ def _test_reports(flags: ReviewFlags) -> TestReport | None:
 def review_settings(change: ChangeSet, env: Mapping[str, str], flags: ReviewFlags) -> tuple[Settings, str | None]:
     """The layered settings of ``change`` (defaults, repository, ``--config``, environment, flags) and the
     notice to show, if any."""
-    from codejury.settings_loader import load_settings, parse_assignments
+    from codejury.settings_loader import load_review_settings
 
-    table: dict[str, Any] = {}
-    if flags.fail_on:
-        table["fail_on"] = flags.fail_on
-    if flags.reflection is not None:
-        table["reflection"] = flags.reflection
-    if flags.exclude:
-        table["exclude"] = list(flags.exclude)
-    if flags.evidence:
-        table["evidence"] = [str(Path(p).resolve()) for p in flags.evidence]
-    if flags.remote_config:
-        table["remote_config"] = flags.remote_config
-    if flags.max_cost is not None:
-        table["max_cost_usd"] = flags.max_cost
-    config_text = (str(flags.config_file), _read_config(flags.config_file)) if flags.config_file else None
-    return load_settings(
-        change,
-        env,
-        cli_table=table,
-        cli_model=flags.model,
-        cli_reviewer_models=parse_assignments(flags.model_for, "--model-for"),
-        config_file_text=config_text,
-    )
+    return load_review_settings(change, env, flags)
 
 
 def open_event_log(path: Path | None, env: Mapping[str, str], run_id: str | None = None) -> EventLog:
@@ -391,16 +370,6 @@ def empty_change(change: ChangeSet) -> str:
     if meta.base_ref and meta.head_ref:
         return f"{meta.head_ref} has no changes against {meta.base_ref}"
     return "the change is empty"
-
-
-def _read_config(path: Path) -> str:
-    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path  # capped while read: /dev/zero, a FIFO
-
-    data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
 def check_format(flags: ReviewFlags, renderers: Mapping[str, Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
@@ -24,6 +25,7 @@ from codejury.config import (
     read_config_text,
 )
 from codejury.errors import ConfigError
+from codejury.flags import SETTING_FLAGS, ReviewFlags
 from codejury.models.readiness import embedded_model_missing
 from codejury.reviewers.instructions import instruction_paths
 from codejury.reviewers.roster import INSTRUCTION_FILES, REPO_REVIEWERS_DIR, REPO_RULES_DIR
@@ -33,13 +35,7 @@ BASE_SIDE_FILES: tuple[str, ...] = (*CONFIG_FILES, *INSTRUCTION_FILES)
 """Files codejury reads from the base side: config, then repository instructions."""
 BASE_SIDE_DIRS: tuple[str, ...] = (REPO_REVIEWERS_DIR, REPO_RULES_DIR)
 """Directories whose ``*.md`` files codejury reads from the base side (reviewers, rules)."""
-CLI_FLAGS = {
-    "fail_on": "--fail-on",
-    "reflection": "--reflection",
-    "exclude": "--exclude",
-    "remote_config": "--remote-config",
-    "max_cost_usd": "--max-cost",
-}
+CLI_FLAGS = {key: flag for key, flag in SETTING_FLAGS.values()}
 """Config keys that a ``codejury review`` flag sets (the flag names the key in errors)."""
 PREFETCH_CONCURRENCY = 4
 MAX_MOVED_READS = 300
@@ -103,6 +99,42 @@ def _read_repo_file(change: ChangeSet, name: str) -> str | None:
         if path.is_file():
             return read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError).decode("utf-8", "replace")
     return None
+
+
+def load_review_settings(change: ChangeSet, env: Mapping[str, str], flags: ReviewFlags) -> tuple[Settings, str | None]:
+    """The layered settings of ``change`` for a review asked with ``flags`` (``load_settings``'s layers, the
+    flags' own from ``flags.SETTING_FLAGS``) and the notice to show, if any."""
+    config_text = (str(flags.config_file), read_config_file(flags.config_file)) if flags.config_file else None
+    return load_settings(
+        change,
+        env,
+        cli_table=flag_table(flags),
+        cli_model=flags.model,
+        cli_reviewer_models=parse_assignments(flags.model_for, "--model-for"),
+        config_file_text=config_text,
+    )
+
+
+def flag_table(flags: ReviewFlags) -> dict[str, Any]:
+    """The settings ``flags`` set (``SETTING_FLAGS``), as a config table: a flag left out sets nothing."""
+    table: dict[str, Any] = {}
+    for name, (key, _) in SETTING_FLAGS.items():
+        value = getattr(flags, name)
+        if value is None or value == () or value == "":
+            continue
+        if name == "evidence":  # read later, maybe from another directory
+            value = [str(Path(p).resolve()) for p in value]
+        table[key] = list(value) if isinstance(value, tuple) else value
+    return table
+
+
+def read_config_file(path: Path) -> str:
+    """A ``--config`` file's text, capped while read (``/dev/zero``, a FIFO); ConfigError when it cannot be."""
+    data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
 def load_settings(

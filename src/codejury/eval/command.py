@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from codejury.flags import EVAL_OPTIONS, review_options
+
 METRICS_HELP = "precision, recall, f1, judged_precision, judged_recall, judged_f1, on_changed_lines"
 
 
@@ -15,12 +17,7 @@ METRICS_HELP = "precision, recall, f1, judged_precision, judged_recall, judged_f
 @click.option("--builtin", is_flag=True, help="Use the bundled golden set (26 small changes in 8 languages).")
 @click.option("--baseline", type=click.Choice(["naive"]), help="Also run one naive prompt on the same model.")
 @click.option("--judge", metavar="PROVIDER:MODEL", help="Also score by meaning with this model.")
-@click.option(
-    "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Config file, as for review."
-)
-@click.option("--model", metavar="PROVIDER:MODEL", help="One model for every reviewer, as for review.")
-@click.option("--model-for", multiple=True, metavar="NAME=PROVIDER:MODEL", help="As for review; repeatable.")
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
+@review_options(*EVAL_OPTIONS, config_file={"type": click.Path(dir_okay=False, path_type=Path)})
 @click.option(
     "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at a time (cloud models)."
 )

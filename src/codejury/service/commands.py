@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codejury.errors import ConfigError
+from codejury.flags import SERVICE_OPTIONS, review_flags, review_options
 from codejury.service.dashboard_env import DASHBOARD_PUBLIC_ENV as DASHBOARD_PUBLIC_ENV
 from codejury.service.dashboard_env import DASHBOARD_TOKEN_ENV as DASHBOARD_TOKEN_ENV
 from codejury.service.dashboard_env import DASHBOARD_USER_HEADER_ENV as DASHBOARD_USER_HEADER_ENV
@@ -262,7 +263,7 @@ async def run_worker(
 
 
 def _review_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The ``codejury review`` flags a service's reviews share, and the database."""
+    """The database and concurrency, then the ``codejury review`` flags every review of the service takes."""
     options = [
         click.option(
             "--database",
@@ -277,26 +278,8 @@ def _review_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Reviews run at once by this process (serve without --database: 2; worker: 1).",
         ),
-        click.option("--model", metavar="PROVIDER:MODEL", help="Model for every reviewer and the coordinator."),
-        click.option(
-            "--model-for", multiple=True, metavar="NAME=PROVIDER:MODEL", help="Model for one reviewer; repeatable."
-        ),
-        click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable."),
-        click.option(
-            "--config",
-            "config_file",
-            type=click.Path(dir_okay=False, exists=True, path_type=Path),
-            help="Extra config file for every review (TOML, as `codejury review --config`).",
-        ),
-        click.option("--remote-config", metavar="URL", help="JSON routing document fetched for each review."),
-        click.option(
-            "--max-inline",
-            type=click.IntRange(min=0),
-            default=20,
-            show_default=True,
-            help="At most N new inline comments per review.",
-        ),
     ]
+    func = review_options(*SERVICE_OPTIONS)(func)
     for option in reversed(options):
         func = option(func)
     return func
@@ -327,15 +310,16 @@ def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
                 f"--database needs the PostgreSQL job queue: pip install 'codejury[postgres]' ({exc.name} is missing)"
             ) from exc
         conninfo(database)  # one clear line for a URL that is not PostgreSQL's
+    review = review_flags(flags)
     return ServiceOptions(
         database=database,
         concurrency=flags.get("concurrency") or default_concurrency,
-        model=flags.get("model"),
-        model_for=tuple(flags.get("model_for") or ()),
-        plugins=tuple(flags.get("plugins") or ()),
-        config_file=flags.get("config_file"),
-        remote_config=flags.get("remote_config"),
-        max_inline=flags.get("max_inline", 20),
+        model=review.model,
+        model_for=review.model_for,
+        plugins=review.plugins,
+        config_file=review.config_file,
+        remote_config=review.remote_config,
+        max_inline=review.max_inline,
         dashboard_user_header=flags.get("dashboard_user_header") or "",
         dashboard_public=bool(flags.get("dashboard_public")),
         env=dict(os.environ),
