@@ -50,14 +50,14 @@ def settings_for(base_url: str, stall_s: float) -> Any:
 async def one_review(change: Any, settings: Any, events: Any) -> tuple[Any, float]:
     from codejury.errors import ReviewFailed
     from codejury.pipeline import ReviewOptions, review
-    from codejury.plugins import make_plugin_manager
+    from codejury.plugins import Plugins, make_plugin_manager
 
     opts = ReviewOptions(
         settings=settings,
         env={"CHAOS_KEY": KEY},
         events=events,
         warn=lambda _m: None,
-        plugin_manager=make_plugin_manager(),
+        plugins=Plugins(make_plugin_manager()),
     )
     started = time.monotonic()
     try:

@@ -57,6 +57,7 @@ async def scale_once(n_files: int, lines: int) -> dict[str, Any]:
     from codejury.config import Settings
     from codejury.findings import Review
     from codejury.pipeline import ReviewOptions, review
+    from codejury.plugins import Plugins
     from codejury.record.events import EventLog
     from codejury.render.jsonout import review_to_json
     from codejury.render.markdown import render_review_markdown
@@ -75,7 +76,7 @@ async def scale_once(n_files: int, lines: int) -> dict[str, Any]:
             env={},
             events=events,
             warn=lambda _msg: None,
-            plugin_manager=ScriptedResolver(scripts).plugin_manager(),
+            plugins=Plugins(ScriptedResolver(scripts).plugin_manager()),
         )
         result = await review(change, opts)
     assert isinstance(result, Review)
@@ -174,6 +175,7 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
     from codejury.models.pricing import estimate_tokens
     from codejury.models.profiles import CapabilityProfile, ResolvedModel
     from codejury.pipeline import ReviewOptions, configure, review
+    from codejury.plugins import Plugins
     from codejury.record.events import EventLog
     from codejury.reviewers.roster import shared_rules
     from codejury.testing.scripted import ScriptedResolver
@@ -214,7 +216,7 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
         source, change = full_tier_change(Path(tmp), extra=extra)
         with source, EventLog(None, run_id="bench") as events:
             pm = Measuring({}).plugin_manager()
-            opts = ReviewOptions(settings=settings, env={}, events=events, warn=lambda _m: None, plugin_manager=pm)
+            opts = ReviewOptions(settings=settings, env={}, events=events, warn=lambda _m: None, plugins=Plugins(pm))
             result = await review(change, opts)
             config = await configure(change, opts)
         assert isinstance(result, Review)

@@ -57,6 +57,7 @@ def change(tmp: Path) -> Any:
 async def one_review(tmp: Path, *, metrics: bool, traces: str | None, push: str | None = None) -> float:
     from codejury.config import Settings
     from codejury.pipeline import ReviewOptions, review
+    from codejury.plugins import Plugins
     from codejury.record.events import EventLog
     from codejury.reviewers.roster import BUILTIN_REVIEWERS
     from codejury.telemetry.last_run import LastRunRecorder
@@ -86,7 +87,7 @@ async def one_review(tmp: Path, *, metrics: bool, traces: str | None, push: str 
             env=env,
             events=events,
             warn=lambda line: print(line, file=sys.stderr),
-            plugin_manager=ScriptedResolver(scripts).plugin_manager(),
+            plugins=Plugins(ScriptedResolver(scripts).plugin_manager()),
             recorders=recorders,
         )
         await review(change(tmp), opts)

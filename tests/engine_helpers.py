@@ -9,6 +9,7 @@ from codejury.change.types import ChangeSet
 from codejury.config import Settings
 from codejury.findings import Plan, Review
 from codejury.pipeline import ReviewOptions, review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.reviewers.roster import BUILTIN_REVIEWERS
 from codejury.testing.changes import AUTH_NEW, AUTH_OLD, DictBase, make_change, unified_diff
@@ -52,7 +53,7 @@ async def run_review(
             env={},
             events=events,
             warn=warnings.append,
-            plugin_manager=resolver.plugin_manager(plugins),  # the scripted models, registered as a plugin
+            plugins=Plugins(resolver.plugin_manager(plugins)),  # the scripted models, registered as a plugin
             dry_run=dry_run,
             break_glass=break_glass,
         )

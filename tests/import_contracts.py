@@ -9,12 +9,23 @@ its modules in order; ``ignore_imports`` removes named imports, each with its re
 
 from __future__ import annotations
 
+import configparser
 from collections.abc import Iterator
+from pathlib import Path
 
 import grimp
 from importlinter import Contract, ContractCheck, fields, output
 from importlinter.application import contract_utils
 from importlinter.application.contract_utils import AlertLevel
+
+
+def contract_layers(config: Path) -> list[list[str]]:
+    """The layers contract of ``config`` (``.importlinter``), top to bottom: each layer's module names, an
+    optional one without its parentheses."""
+    parser = configparser.ConfigParser()
+    parser.read(config, encoding="utf-8")
+    lines = parser["importlinter:contract:layers"]["layers"].strip().splitlines()
+    return [[name.strip().strip("()") for name in line.replace(":", "|").split("|")] for line in lines]
 
 
 def module_edges(graph: grimp.ImportGraph) -> dict[str, set[str]]:

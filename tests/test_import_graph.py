@@ -20,7 +20,7 @@ import pytest
 import codejury
 from codejury import errors
 from codejury.errors import CodejuryError
-from tests.import_contracts import cycles, module_edges
+from tests.import_contracts import contract_layers, cycles, module_edges
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_IMPORT = frozenset({"codejury.__main__"})
@@ -39,6 +39,13 @@ def test_the_import_contracts_are_kept() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 kept, 0 broken" in done.stdout
+
+
+def test_every_top_level_module_is_in_a_layer_of_the_contract() -> None:
+    """A module outside every layer may import anything: each one is placed, so the contract says where it sits."""
+    named = {name for layer in contract_layers(ROOT / ".importlinter") for name in layer}
+    modules = {f"codejury.{info.name}" for info in pkgutil.iter_modules(codejury.__path__) if info.name != "__main__"}
+    assert sorted(modules - named) == []
 
 
 def test_the_cycle_finder_counts_imports_inside_functions_and_packages_but_not_type_checking(

@@ -23,7 +23,7 @@ from codejury.errors import ReviewFailed
 from codejury.findings import Review
 from codejury.models import registry
 from codejury.pipeline import ReviewOptions, review
-from codejury.plugins import make_plugin_manager
+from codejury.plugins import Plugins, make_plugin_manager
 from codejury.record.events import EventLog
 from codejury.resilience import BreakerBoard
 from codejury.testing.panel_replies import PATH, REVIEWERS, healthy
@@ -103,7 +103,7 @@ async def run(
             env={"FAULT_KEY": KEY},
             events=events,
             warn=sink.append,
-            plugin_manager=make_plugin_manager(),
+            plugins=Plugins(make_plugin_manager()),
             board=board or BreakerBoard(failure_threshold=3, cooldown_s=120),
         )
         started = time.monotonic()

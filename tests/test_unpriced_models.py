@@ -14,6 +14,7 @@ from codejury.findings import Review
 from codejury.hookspecs import hookimpl
 from codejury.models.providers import ProviderSpec
 from codejury.pipeline import ReviewOptions, review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.reviewers.roster import BUILTIN_REVIEWERS
 from codejury.testing.scripted import SCRIPTED, Final, ScriptedResolver
@@ -53,7 +54,7 @@ async def review_with(
             env={},
             events=events,
             warn=warnings.append,
-            plugin_manager=pm,
+            plugins=Plugins(pm),
         )
         result = await review(change, opts)
     assert isinstance(result, Review)

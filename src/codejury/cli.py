@@ -98,7 +98,7 @@ def review_command(**flags: Any) -> None:
 
     env = dict(os.environ)
     try:
-        code = asyncio.run(_review(env, review_flags(flags)))
+        code = asyncio.run(_review_change(env, review_flags(flags)))
     except ReviewFailed as exc:
         _err(f"review failed: {exc}")
         sys.exit(3)
@@ -125,8 +125,9 @@ async def _review_change(env: dict[str, str], f: ReviewFlags) -> int:
         _check_forge_flags(f)
     from codejury import session
 
-    plugins = session.load_plugins(f.plugins)  # once per review: sources, forges, renderers, recorders, stages
-    outcome = await session.review(env, f, plugins, warn=_err, progress=_progress)
+    # The process's session: the plugins loaded once, the provider clients its review opened closed however it ends.
+    async with session.Session(session.load_plugins(f.plugins), warn=_err, progress=_progress) as reviews:
+        outcome = await reviews.review(env, f)
     return 1 if outcome.blocks else 0
 
 
@@ -162,16 +163,6 @@ def _check_forge_flags(f: ReviewFlags) -> None:
         )
     if f.publish and f.dry_run:
         raise InputError("--dry-run posts nothing: drop --publish")
-
-
-async def _review(env: dict[str, str], flags: ReviewFlags) -> int:
-    """Run one review and close the provider clients it opened, however it ends."""
-    try:
-        return await _review_change(env, flags)
-    finally:
-        registry = sys.modules.get("codejury.models.registry")
-        if registry is not None:  # not imported: no client was opened (a flag was refused first)
-            await registry.close_cached_models()
 
 
 cli.add_command(eval_command)

@@ -58,12 +58,19 @@ async def run_bootstrap(pm: pluggy.PluginManager, settings: Settings, warn: Warn
     await asyncio.gather(*(one(n, f) for n, f in _impls(pm, "codejury_bootstrap")))
 
 
-def run_configure(pm: pluggy.PluginManager, settings: Settings, change: ChangeSet) -> Contributions:
-    """Run every plugin's configure in order; the first failure stops the run with its cause."""
-    into = Contributions(
-        model_kinds=collect_registry(pm, "codejury_register_model_kinds"),
-        embeddings=collect_registry(pm, "codejury_register_embeddings"),
+def run_configure(
+    pm: pluggy.PluginManager,
+    settings: Settings,
+    change: ChangeSet,
+    registries: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+) -> Contributions:
+    """Run every plugin's configure in order; the first failure stops the run with its cause. ``registries``:
+    the model kinds and embeddings providers already collected from ``pm`` (else collected now)."""
+    kinds, embeddings = registries or (
+        collect_registry(pm, "codejury_register_model_kinds"),
+        collect_registry(pm, "codejury_register_embeddings"),
     )
+    into = Contributions(model_kinds=dict(kinds), embeddings=dict(embeddings))
     for name, fn in _impls(pm, "codejury_configure"):
         ctx = ConfigureContext(plugin=name, settings=_own_settings(settings, name), change=change, _into=into)
         try:

@@ -16,20 +16,14 @@ from typing import TYPE_CHECKING
 
 from codejury.agents.context_watch import context_notes
 from codejury.agents.discussion import tests_context
-from codejury.agents.panel import run_panel
 from codejury.agents.prompts import shared_context
-from codejury.analyzers.stage import evidence_stage
 from codejury.change.break_glass import break_glass_requested
-from codejury.change.classify import tier_stage
 from codejury.change.noise import filter_stage, unread_code_note
 from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
 from codejury.errors import ModelSetupError, ReviewFailed
 from codejury.findings import Plan, Review, Tier
 from codejury.guardrails.screen import Screen, screen_change, suspected_injections
-from codejury.judge.naive import naive_stage
-from codejury.judge.stage import evidence_judgement, judge_stage
-from codejury.judge.verdict import not_reviewed_stage, refused_stage, verdict_stage
 from codejury.lifecycle import assemble, run_bootstrap, run_configure, run_post_configure
 from codejury.models.budget import say_unpriced
 from codejury.models.selection import (
@@ -41,14 +35,20 @@ from codejury.models.selection import (
     is_weak_spec,
 )
 from codejury.models.selection import price_table as price_table
-from codejury.planning import plan_stage
-from codejury.publish import publish_failure_stage, publish_stage
-from codejury.record.stage import record_stage
 from codejury.resilience import BreakerState
 from codejury.runstate import Refusal, ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
+from codejury.stages.evidence import evidence_stage
+from codejury.stages.judge import evidence_judgement, judge_stage
+from codejury.stages.naive import naive_stage
+from codejury.stages.panel import run_panel
+from codejury.stages.plan import plan_stage
+from codejury.stages.publish import publish_failure_stage, publish_stage
+from codejury.stages.record import record_stage
+from codejury.stages.tier import tier_stage
+from codejury.stages.verdict import not_reviewed_stage, refused_stage, verdict_stage
+from codejury.stages.workspace import workspace_stage
 from codejury.telemetry.tracing import span, traced, traced_review
-from codejury.workspace import workspace_stage
 
 if TYPE_CHECKING:
     from codejury.analyzers.junit import TestCoverage, TestReport
@@ -234,10 +234,11 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
 
 
 async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:
-    """Run the plugin lifecycle and return the assembled configuration."""
-    pm = opts.plugin_manager
+    """Run the plugin lifecycle and return the assembled configuration (the registries read once, by ``Plugins``)."""
+    plugins = opts.plugins
+    pm = plugins.manager
     await run_bootstrap(pm, opts.settings, opts.warn)
-    contributions = run_configure(pm, opts.settings, change)
+    contributions = run_configure(pm, opts.settings, change, (plugins.model_kinds, plugins.embeddings))
     config = assemble(opts.settings, contributions, opts.notices)
     return await run_post_configure(pm, config, opts.warn, change)
 
@@ -272,13 +273,17 @@ def fold_for_weak_model(
 
 
 def _models(run: ReviewRun) -> ReviewModels:
-    opts = run.options
-    specs = sorted({m for m in run.selection.models.values() if m})
+    return review_models(run.config, sorted({m for m in run.selection.models.values() if m}), run.options)
+
+
+def review_models(config: ReviewConfig, specs: Sequence[str], opts: ReviewOptions) -> ReviewModels:
+    """The chains of ``specs`` as a review runs them: the process's breakers (or ``opts.board``), requests scrubbed
+    of known secrets, model events in the review's log."""
     return build_review_models(
-        run.config,
-        specs,
+        config,
+        list(specs),
         resolver=default_resolver(opts.env),
-        board=opts.board or board_for(run.settings),
+        board=opts.board or board_for(config.settings),
         redactor=opts.events.redactor,
         on_event=opts.events.emit,
     )
@@ -383,5 +388,6 @@ __all__ = [
     "ReviewOptions",
     "configure",
     "review",
+    "review_models",
     "start",
 ]

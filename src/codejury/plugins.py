@@ -79,6 +79,16 @@ class Plugins:
         return self._registry("codejury_register_recorders")
 
     @cached_property
+    def analyzers(self) -> Mapping[str, Any]:
+        """Analyzers by name (``codejury_register_analyzers``)."""
+        return self._registry("codejury_register_analyzers")
+
+    @cached_property
+    def model_kinds(self) -> Mapping[str, Any]:
+        """Model kinds by name (``codejury_register_model_kinds``)."""
+        return self._registry("codejury_register_model_kinds")
+
+    @cached_property
     def embeddings(self) -> Mapping[str, Any]:
         """Embeddings providers by name (``codejury_register_embeddings``)."""
         return self._registry("codejury_register_embeddings")

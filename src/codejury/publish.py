@@ -1,9 +1,9 @@
-"""The publish stage: the finished review goes to each of the caller's publishers, in order.
+"""The review on stdout or in a file: ``OutputPublisher``, one of the publishers the publish stage
+(``codejury.stages.publish``) calls.
 
 The CLI passes an ``OutputPublisher`` (the review rendered on stdout or into ``--output``) and,
 with ``--publish``, a forge publisher (the merge request's comments and approval); a review
-service passes its forge publisher only. A review that failed (no reviewer succeeded) is
-published as a failure note, never as an approval.
+service passes its forge publisher only.
 """
 
 from __future__ import annotations
@@ -18,19 +18,8 @@ import click
 
 from codejury.errors import OutputError
 from codejury.findings import Plan, Review
-from codejury.runstate import ReviewRun
 
 Renderer = Callable[..., Any]
-
-
-async def publish_stage(run: ReviewRun, result: Review | Plan) -> None:
-    for publisher in run.options.publishers:
-        await publisher.publish(result)
-
-
-async def publish_failure_stage(run: ReviewRun, reason: str) -> None:
-    for publisher in run.options.publishers:
-        await publisher.publish_failure(reason)
 
 
 class OutputPublisher:

@@ -1,8 +1,8 @@
 """What the stages of one review share: the caller's options, and the frozen state of the run.
 
 ``ReviewOptions`` is what the composition root (``codejury.session``) assembles for a caller
-(the CLI, ``codejury eval``, a review service's worker): settings, plugins, environment, where
-events, warnings and progress lines go, who publishes and who records. ``ReviewRun`` is what
+(the CLI, ``codejury eval``, a review service's worker), once and frozen: settings, plugins,
+environment, where events, warnings and progress lines go, who publishes and who records. ``ReviewRun`` is what
 the first stages decided and every later stage reads: the assembled configuration, the files
 kept and skipped, the tier, the panel and its models.
 """
@@ -23,10 +23,9 @@ from codejury.record.events import EventLog
 from codejury.record.recorders import Recorder
 
 if TYPE_CHECKING:
-    import pluggy
-
     from codejury.agents.runner import Limits
     from codejury.analyzers.junit import TestReport
+    from codejury.plugins import Plugins
     from codejury.resilience import BreakerBoard
 
 
@@ -52,16 +51,17 @@ class Refusal:
     """``kill_switch`` or the ``[limits]`` key of the cap."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReviewOptions:
-    """How to run one review: chosen by the caller."""
+    """How to run one review: chosen by the caller, built once (``dataclasses.replace`` makes a changed copy)."""
 
     settings: Settings
     env: Mapping[str, str]
     events: EventLog
     warn: Callable[[str], None]
-    plugin_manager: pluggy.PluginManager
-    """The review's plugins, loaded once by the caller (``codejury.session``; a test's scripted models)."""
+    plugins: Plugins
+    """The process's plugins and their registries, loaded once (``codejury.session.Session``; a test's scripted
+    models)."""
     break_glass: bool = False
     dry_run: bool = False
     notices: Sequence[str] = ()

@@ -11,8 +11,8 @@ closes them all however the review ends. Nothing else assembles a review (docs/a
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, ExitStack
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from codejury.change.types import ChangeSet
 from codejury.cli_io import piped_stdin_has_data, shown_path, visible_text
 from codejury.config import Settings
 from codejury.errors import CodejuryError, InputError, OutputError
-from codejury.findings import Plan, Review
+from codejury.findings import Disagreement, Plan, Review
 from codejury.flags import ReviewFlags
 from codejury.judge.verdict import should_fail
 from codejury.plugins import Plugins, load_plugins
@@ -33,7 +33,9 @@ from codejury.runstate import Refusal, ReviewOptions, ReviewRun
 
 if TYPE_CHECKING:
     from codejury.analyzers.junit import TestReport
+    from codejury.config import ReviewConfig
     from codejury.forges.publish import Forge, PreviousState
+    from codejury.models.selection import ReviewModels
     from codejury.record.limits import CapCheck
 
 Say = Callable[[str], None]
@@ -43,11 +45,10 @@ __all__ = [
     "Outcome",
     "Plugins",
     "ReviewFlags",
+    "Session",
     "check_format",
     "load_plugins",
     "open_event_log",
-    "open_forge",
-    "review",
     "review_settings",
 ]
 
@@ -77,112 +78,178 @@ def progress_on_stderr(msg: str) -> None:
     click.echo(f"codejury: {visible_text(msg)}", err=True)
 
 
-async def review(
-    env: dict[str, str],
-    flags: ReviewFlags,
-    plugins: Plugins,
-    *,
-    warn: Say = warn_on_stderr,
-    progress: Say | None = progress_on_stderr,
-    recorders: Sequence[Any] = (),
-) -> Outcome:
-    """Review what ``flags`` name with ``plugins``: a local change, or the forge's change with ``--url`` /
-    ``--publish``. ``recorders`` are the caller's (it closes them); every other resource is opened and
-    closed here."""
-    tests = _test_reports(flags)  # read and checked before anything else: a bad report is bad input (exit 2)
-    if flags.url is not None or flags.publish:
-        return await _review_on_forge(
-            env, flags, plugins, open_forge(plugins, flags.url, env, warn), warn, progress, recorders, tests
+class Session:
+    """What lives as long as the process, and the one way it reviews.
+
+    One per process (``codejury review``, a service's or worker's job runner, ``codejury eval``): the plugins and
+    their registries, loaded once; the models each review resolves, cached in the process and closed by
+    ``close()`` alone (one embedded-model server for every review of an eval); the circuit breakers that the
+    reviews of the process share (``models.selection.board_for``). Each review opens and closes its own event log,
+    tracing, recorders, publishers and, on a forge, the forge's adapter.
+    """
+
+    def __init__(self, plugins: Plugins, *, warn: Say = warn_on_stderr, progress: Say | None = progress_on_stderr):
+        self.plugins = plugins
+        self.warn = warn
+        self.progress = progress
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the SDK clients of the models this process's reviews resolved (none imported: none opened)."""
+        import sys
+
+        registry = sys.modules.get("codejury.models.registry")
+        if registry is not None:
+            await registry.close_cached_models()
+
+    def open_forge(
+        self, url: str | None, env: Mapping[str, str], warn: Say | None = None
+    ) -> Callable[[], AbstractAsyncContextManager[Forge]]:
+        """How to open the adapter for the change at ``url`` (None: this CI run's), from the registered forges:
+        the target is found now, the adapter (and its HTTP client) made when the caller enters it."""
+        from codejury.forges.registry import forge_opener
+
+        opener: Callable[[], AbstractAsyncContextManager[Forge]] = forge_opener(
+            self.plugins.forges, url, env, warn or self.warn
         )
-    from codejury.change.select import open_source
+        return opener
 
-    check_format(flags, plugins.renderers)
-    with ExitStack() as stack:
-        source: Any = open_source(plugins.sources, flags)
-        if hasattr(source, "__enter__"):
-            source = stack.enter_context(source)
-        change = _with_stdin_hint(flags, source.load, warn)
-        settings, opts = _options(change, env, flags, plugins, stack, warn, progress, tests)
-        output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
-        ours = _closed_with(stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn)
-        opts.publishers, opts.recorders = [output], [*ours, *recorders]
-        from codejury import pipeline  # the model layer, once the input has been read and checked
-
-        result = await pipeline.review(change, opts)
-    if output.unwritten is not None:
-        raise output.unwritten
-    _check_event_log(opts, flags)
-    return Outcome(result, settings.fail_on)
-
-
-def open_forge(
-    plugins: Plugins, url: str | None, env: Mapping[str, str], warn: Say
-) -> Callable[[], AbstractAsyncContextManager[Forge]]:
-    """How to open the adapter for the change at ``url`` (None: this CI run's), from the registered forges:
-    the target is found now, the adapter (and its HTTP client) made when the caller enters it."""
-    from codejury.forges.registry import forge_opener
-
-    opener: Callable[[], AbstractAsyncContextManager[Forge]] = forge_opener(plugins.forges, url, env, warn)
-    return opener
-
-
-async def _review_on_forge(
-    env: dict[str, str],
-    flags: ReviewFlags,
-    plugins: Plugins,
-    opener: Callable[[], AbstractAsyncContextManager[Forge]],
-    warn: Say,
-    progress: Say | None,
-    recorders: Sequence[Any],
-    tests: TestReport | None = None,
-) -> Outcome:
-    """Review the forge's change, render it and, with ``--publish``, post it (or the failure note)."""
-    from codejury.forges.errors import ForgeError
-    from codejury.forges.publish import PreviousState, disputes
-    from codejury.forges.publisher import ForgePublisher
-
-    check_format(flags, plugins.renderers)
-    async with opener() as forge:
-        try:
+    async def review(self, env: dict[str, str], flags: ReviewFlags, *, recorders: Sequence[Any] = ()) -> Outcome:
+        """Review what ``flags`` name: a local change, or the forge's change with ``--url`` / ``--publish`` (and
+        with ``--publish``, post it or the failure note). ``recorders`` are the caller's (it closes them); every
+        other resource is opened and closed here."""
+        tests = _test_reports(flags)  # read and checked before anything else: a bad report is bad input (exit 2)
+        on_forge = flags.url is not None or flags.publish
+        opener = self.open_forge(flags.url, env) if on_forge else None  # the forge's target is found now
+        check_format(flags, self.plugins.renderers)
+        target = self._forge_target(opener, flags) if opener is not None else self._local_target(flags)
+        async with target as (change, disputes, forge_publishers):
             with ExitStack() as stack:
+                settings, notice = review_settings(change, env, flags)
+                if notice:
+                    self.warn(notice)
+                events = stack.enter_context(open_event_log(flags.events_file, env))
+                _start_tracing(stack, env, settings, events, self.warn)
+                output = OutputPublisher(self.plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
+                ours = [*_recorders(self.plugins, settings, env), *_metrics_recorders(flags, self.warn)]
+                opts = ReviewOptions(
+                    settings=settings,
+                    env=env,
+                    events=events,
+                    warn=self.warn,
+                    plugins=self.plugins,
+                    break_glass=flags.break_glass,
+                    dry_run=flags.dry_run,
+                    notices=(notice,) if notice else (),
+                    disputes=disputes,
+                    progress=self.progress,
+                    publishers=[output, *forge_publishers(settings, events, self.warn)],
+                    recorders=[*_closed_with(stack, ours, self.warn), *recorders],
+                    baseline="naive" if flags.baseline == "naive" else None,
+                    admit=_admission,
+                    test_report=tests,
+                )
+                from codejury import pipeline  # the model layer, once the input has been read and checked
+
+                result = await pipeline.review(change, opts)
+        if output.unwritten is not None:  # published all the same: the review was printed on stdout
+            raise output.unwritten
+        _check_event_log(opts, flags)
+        return Outcome(result, settings.fail_on)
+
+    async def configured(
+        self, env: dict[str, str], flags: ReviewFlags, change: ChangeSet, *, run_id: str, warn: Say
+    ) -> Configured:
+        """A review's settings, event log (in memory, as ``run_id``) and assembled configuration for ``change``, with
+        no review run: what ``/codejury ask`` answers with, under a review's kill switch and models."""
+        settings, _ = review_settings(change, env, flags)
+        events = open_event_log(None, env, run_id=run_id)
+        opts = ReviewOptions(settings=settings, env=env, events=events, warn=warn, plugins=self.plugins)
+        from codejury import pipeline
+        from codejury.secrets import provider_key_values
+
+        config = await pipeline.configure(change, opts)
+        events.redactor.add(provider_key_values(config.providers, env))
+        return Configured(opts, config)
+
+    @asynccontextmanager
+    async def _local_target(self, flags: ReviewFlags) -> AsyncIterator[Target]:
+        """The local change ``flags`` choose (git, a diff file or stdin), published on stdout or ``--output`` only."""
+        from codejury.change.select import open_source
+
+        with ExitStack() as stack:
+            source: Any = open_source(self.plugins.sources, flags)
+            if hasattr(source, "__enter__"):
+                source = stack.enter_context(source)
+            yield _with_stdin_hint(flags, source.load, self.warn), (), _no_publishers
+
+    @asynccontextmanager
+    async def _forge_target(
+        self, opener: Callable[[], AbstractAsyncContextManager[Forge]], flags: ReviewFlags
+    ) -> AsyncIterator[Target]:
+        """The forge's change, its earlier review's disputes and, with ``--publish``, the forge's publisher; a
+        forge error says what was already posted."""
+        from codejury.forges.errors import ForgeError
+        from codejury.forges.publish import PreviousState, disputes
+        from codejury.forges.publisher import ForgePublisher
+
+        async with opener() as forge:
+            try:
                 change = await forge.load_change()
                 if not change.files:
                     raise InputError(f"the {forge.noun} has no changes: there is nothing to review")
                 previous = await forge.load_previous() if flags.publish else PreviousState()
                 if flags.publish and flags.skip_reviewed_head and _reviewed_at(previous, forge.head_sha):
                     raise HeadAlreadyReviewed(f"{forge.noun} head {forge.head_sha[:12]} is already reviewed")
-                settings, opts = _options(change, env, flags, plugins, stack, warn, progress, tests)
-                output = OutputPublisher(plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
-                publishers: list[Any] = [output]
-                if flags.publish:
-                    publishers.append(
-                        ForgePublisher(
-                            forge,
-                            previous,
-                            change.files,
-                            fail_on=settings.fail_on,
-                            approve=settings.approve,
-                            max_inline=flags.max_inline,
-                            events=opts.events,
-                            say=warn,
-                        )
-                    )
-                opts.disputes, opts.publishers = disputes(previous), publishers
-                ours = _closed_with(
-                    stack, [*_recorders(plugins, settings, env), *_metrics_recorders(flags, warn)], warn
-                )
-                opts.recorders = [*ours, *recorders]
-                from codejury import pipeline
 
-                result = await pipeline.review(change, opts)
-        except ForgeError as exc:
-            done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
-            message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
-            raise type(exc)(message, status=exc.status) from exc
-    if output.unwritten is not None:  # published all the same: the review was printed on stdout
-        raise output.unwritten
-    _check_event_log(opts, flags)
-    return Outcome(result, settings.fail_on)
+                def publishers(settings: Settings, events: EventLog, warn: Say) -> list[Any]:
+                    if not flags.publish:
+                        return []
+                    return [
+                        ForgePublisher(
+                            forge, previous, change.files, fail_on=settings.fail_on, approve=settings.approve,
+                            max_inline=flags.max_inline, events=events, say=warn,
+                        )
+                    ]  # fmt: skip
+
+                yield change, disputes(previous), publishers
+            except ForgeError as exc:
+                done = f"; already posted: {', '.join(forge.posted)}" if forge.posted else "; nothing was posted"
+                message = f"{exc}{done} (a re-run completes it without duplicates)" if forge.posted else f"{exc}{done}"
+                raise type(exc)(message, status=exc.status) from exc
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A change's settings, event log and configuration, as a review would have them (``Session.configured``)."""
+
+    options: ReviewOptions
+    config: ReviewConfig
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the routing document's kill switch (or a plugin) stops every model call here; None: it does not."""
+        return self.config.stopped
+
+    def models(self, specs: Sequence[str]) -> ReviewModels:
+        """The chains of ``specs`` as a review builds them: the process's breakers, requests scrubbed, events logged."""
+        from codejury import pipeline
+
+        return pipeline.review_models(self.config, specs, self.options)
+
+
+Target = tuple[ChangeSet, Sequence[Disagreement], Callable[[Settings, EventLog, Say], list[Any]]]
+"""What a review is of: the change, the human replies disputing earlier findings, and the target's own publishers
+(for the settings and event log of the review)."""
+
+
+def _no_publishers(settings: Settings, events: EventLog, warn: Say) -> list[Any]:
+    return []
 
 
 class HeadAlreadyReviewed(CodejuryError):
@@ -224,41 +291,14 @@ def open_event_log(path: Path | None, env: Mapping[str, str], run_id: str | None
         raise OutputError(f"cannot write --events {shown_path(path or '')}: {exc.strerror or exc}") from exc
 
 
-def _options(
-    change: ChangeSet,
-    env: dict[str, str],
-    flags: ReviewFlags,
-    plugins: Plugins,
-    stack: ExitStack,
-    warn: Say,
-    progress: Say | None,
-    tests: TestReport | None = None,
-) -> tuple[Settings, ReviewOptions]:
-    """Settings for ``change`` and the options of its review (the event log and tracing join ``stack``)."""
-    settings, notice = review_settings(change, env, flags)
-    if notice:
-        warn(notice)
-    events = stack.enter_context(open_event_log(flags.events_file, env))
+def _start_tracing(stack: ExitStack, env: Mapping[str, str], settings: Settings, events: EventLog, warn: Say) -> None:
+    """Tracing for one review when the environment names an OTLP endpoint (``OTEL_*``), flushed within 2 s as
+    ``stack`` unwinds; spans scrubbed by the review's event log."""
     from codejury.telemetry.tracing import start_tracing
 
-    tracing = start_tracing(env, include_content=settings.record_prompts, redact=events.redact)  # OTEL_* set
+    tracing = start_tracing(env, include_content=settings.record_prompts, redact=events.redact)
     if tracing is not None:
-        stack.callback(tracing.close, warn)  # flushed within 2 s when the review is done
-    opts = ReviewOptions(
-        settings=settings,
-        env=env,
-        events=events,
-        warn=warn,
-        plugin_manager=plugins.manager,
-        break_glass=flags.break_glass,
-        dry_run=flags.dry_run,
-        notices=(notice,) if notice else (),
-        progress=progress,
-        baseline="naive" if flags.baseline == "naive" else None,
-        admit=_admission,
-        test_report=tests,
-    )
-    return settings, opts
+        stack.callback(tracing.close, warn)
 
 
 CAP_CHECK_WAIT_S = 5.0

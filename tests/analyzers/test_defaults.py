@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codejury.analyzers import OFF_BY_DEFAULT, builtin_analyzers
-from codejury.analyzers.stage import chosen
+from codejury.analyzers import OFF_BY_DEFAULT, builtin_analyzers, chosen
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analyzers.md"
 SECTION = "## Hand check: every analyzer's hits"

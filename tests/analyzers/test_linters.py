@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from codejury.analyzers import OFF_BY_DEFAULT, AnalyzerFailed, AnalyzerSkipped, collect_evidence
+from codejury.analyzers import OFF_BY_DEFAULT, AnalyzerFailed, AnalyzerSkipped, chosen, collect_evidence
 from codejury.analyzers.base import find_program
 from codejury.analyzers.cppcheck import CppcheckAnalyzer
 from codejury.analyzers.oxlint import OxlintAnalyzer
 from codejury.analyzers.shellcheck import ShellCheckAnalyzer, run_blocks
-from codejury.analyzers.stage import chosen
 from codejury.analyzers.typos import TyposAnalyzer
 from codejury.analyzers.zizmor import ZizmorAnalyzer
 from codejury.judge.grounding import is_self_evident

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from codejury.analyzers import AnalyzerFailed, AnalyzerSkipped, builtin_analyzers, collect_evidence
+from codejury.analyzers import AnalyzerFailed, AnalyzerSkipped, builtin_analyzers, chosen, collect_evidence
 from codejury.analyzers.base import find_program
 from codejury.analyzers.domains import domain_for
 from codejury.analyzers.mypy import MypyAnalyzer
-from codejury.analyzers.stage import chosen
 from codejury.judge.grounding import is_self_evident
 from tests.analyzers.helpers import hits, make_change
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codejury.findings import Review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.runstate import ReviewOptions
 from codejury.testing.scripted import Final, ScriptedResolver, finding
@@ -26,7 +27,7 @@ async def test_the_naive_baseline_is_one_request_with_the_whole_diff_and_no_judg
             env={},
             events=events,
             warn=lambda _m: None,
-            plugin_manager=resolver.plugin_manager(),
+            plugins=Plugins(resolver.plugin_manager()),
             baseline="naive",
         )
         result = await review(change, opts)

@@ -31,7 +31,10 @@ async def test_a_case_with_a_test_report_is_reviewed_with_it(tmp_path: Path, mon
     found = model_finding("cart.py", 6, "Total applies a discount nobody asked for", severity="warning")
     resolver = ScriptedResolver({"reviewer": [Final([found])], "coordinator": [Raw({"decisions": []})]})
     with resolver.active():
-        run = await review_case(case, settings, "review", session.load_plugins(settings.plugins))
+        async with session.Session(
+            session.load_plugins(settings.plugins), warn=lambda _line: None, progress=None
+        ) as reviews:
+            run = await review_case(case, settings, "review", reviews)
     assert run.error is None
     [finding] = run.findings
     assert finding.evidence == [f"junit:{TEST_ID}"]

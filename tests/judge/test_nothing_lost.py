@@ -14,9 +14,9 @@ from codejury.findings import FindingDraft, Review
 from codejury.judge.anchors import finding_id
 from codejury.judge.grounding import DUPLICATE, FAILED, MAX_CANDIDATES, MODELS_FAILED_NOTE, UNCHECKED_NOTE
 from codejury.judge.holds import HOLD_NOTE
-from codejury.judge.stage import JUDGE_DROPPED
 from codejury.judge.threshold import BELOW_CONFIDENCE
 from codejury.record.events import EventLog
+from codejury.stages.judge import JUDGE_DROPPED
 from codejury.testing.scripted import Final, Raw, Sleep, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 

@@ -21,6 +21,7 @@ from codejury.forges.publish import approval_action
 from codejury.judge.grounding import REJECTED, UNANSWERED_NOTE
 from codejury.judge.holds import DISMISSED, HOLD_NOTE
 from codejury.pipeline import ReviewOptions, review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.render.markdown import render_review_markdown
 from codejury.testing.scripted import Fail, Final, Raw, ScriptedResolver, Sleep, Step, finding
@@ -293,7 +294,7 @@ async def test_a_dispute_the_coordinator_accepts_dismisses_it(tmp_path: Path) ->
             env={},
             events=events,
             warn=lambda _: None,
-            plugin_manager=resolver.plugin_manager(),
+            plugins=Plugins(resolver.plugin_manager()),
             disputes=[dispute],
         )
         result = await review(sql_change(tmp_path), opts)

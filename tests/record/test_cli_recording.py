@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import select
 
 from codejury.record import schema
-from codejury.record.stage import RECORD_TIMEOUT_S
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
+from codejury.stages.record import RECORD_TIMEOUT_S
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 from tests.record.test_record_stage import PATH
 from tests.record.test_store_recorder import TOKEN

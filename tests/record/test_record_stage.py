@@ -12,10 +12,11 @@ import pytest
 from pydantic import BaseModel
 
 from codejury.findings import Review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.record.recorders import JsonlRecorder
-from codejury.record.stage import RECORD_TIMEOUT_S
 from codejury.runstate import ReviewOptions
+from codejury.stages.record import RECORD_TIMEOUT_S
 from codejury.testing.scripted import Final, Raw, ScriptedResolver, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, scripted_settings
 from tests.timing import bounded
@@ -54,7 +55,7 @@ async def reviewed(tmp_path: Path, recorders: list[Any], warnings: list[str]) ->
             env={},
             events=events,
             warn=warnings.append,
-            plugin_manager=resolver.plugin_manager(),
+            plugins=Plugins(resolver.plugin_manager()),
             recorders=recorders,
         )
         result = await review(make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)}), opts)

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from codejury.record import schema, stage
+from codejury.record import schema
 from codejury.record.model import ReviewRecord
-from codejury.record.stage import RECORD_TIMEOUT_S
 from codejury.record.store import Store
 from codejury.record.store_recorder import StoreRecorder, store_recorder
 from codejury.record.target import DEFAULT_FILE, parse_record_url
+from codejury.stages import record as stage
+from codejury.stages.record import RECORD_TIMEOUT_S
 from codejury.testing import review_seed as seed
 from tests.record.test_record_stage import PATH, reviewed
 from tests.timing import FOREVER, bounded, limit

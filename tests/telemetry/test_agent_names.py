@@ -24,6 +24,7 @@ from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.service.ask import answer_question
 from codejury.service.requests import ChatCommand
+from codejury.session import Session
 from codejury.telemetry.tracing import start_tracing
 from codejury.testing.scripted import Final, Raw, ScriptedModel, ScriptedResolver, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, scripted_settings
@@ -62,7 +63,7 @@ async def test_the_naive_baseline_is_named(tmp_path: Path) -> None:
                 env={},
                 events=events,
                 warn=lambda _m: None,
-                plugin_manager=resolver.plugin_manager(),
+                plugins=Plugins(resolver.plugin_manager()),
                 baseline="naive",
             )
             assert isinstance(await review(make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)}), opts), Review)
@@ -102,7 +103,7 @@ async def test_ask_is_named(tmp_path: Path) -> None:
             read_head=no_file,
             env={"CODEJURY_RECORD_URL": "none"},
             setup=setup,
-            plugins=Plugins(resolver.plugin_manager()),
+            session=Session(Plugins(resolver.plugin_manager())),
             metrics=None,
             say=lambda _m: None,
         )

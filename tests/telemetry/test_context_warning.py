@@ -9,6 +9,7 @@ from pathlib import Path
 from codejury.findings import Review
 from codejury.models.profiles import ResolvedModel
 from codejury.pipeline import ReviewOptions, review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.testing.scripted import Fail, Raw, ScriptedResolver, finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, scripted_settings
@@ -39,7 +40,7 @@ async def run(tmp_path: Path, scripts: dict, windows: dict[str, int]) -> tuple[R
             env={},
             events=events,
             warn=lambda _: None,
-            plugin_manager=SmallWindow(scripts, windows).plugin_manager(),
+            plugins=Plugins(SmallWindow(scripts, windows).plugin_manager()),
         )
         result = await review(make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)}), opts)
     assert isinstance(result, Review)

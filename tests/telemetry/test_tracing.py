@@ -15,6 +15,7 @@ from typing import Any
 from codejury.config import Settings
 from codejury.findings import Review
 from codejury.pipeline import ReviewOptions, review
+from codejury.plugins import Plugins
 from codejury.record.events import EventLog
 from codejury.secrets import secret_values
 from codejury.telemetry import tracing
@@ -54,7 +55,7 @@ async def traced_review(
                 env=env,
                 events=events,
                 warn=warnings.append,
-                plugin_manager=ScriptedResolver(SCRIPTS).plugin_manager(),
+                plugins=Plugins(ScriptedResolver(SCRIPTS).plugin_manager()),
             )
             result = await review(make_change(tmp_path, {PATH: (AUTH_OLD, NEW)}), opts)
         finally:

@@ -32,6 +32,8 @@ Built in (each registered through the ``codejury_register_analyzers`` hook, see 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from codejury.analyzers.base import Analyzer, AnalyzerFailed, AnalyzerSkipped
 from codejury.analyzers.domains import DOMAIN_TABLE, Domain, domain_for
 from codejury.analyzers.runner import EvidenceReport, collect_evidence
@@ -45,6 +47,7 @@ __all__ = [
     "Domain",
     "EvidenceReport",
     "builtin_analyzers",
+    "chosen",
     "collect_evidence",
     "domain_for",
 ]
@@ -53,6 +56,16 @@ __all__ = [
 OFF_BY_DEFAULT: frozenset[str] = frozenset({"oxlint", "mypy"})
 """Registered analyzers that run only when ``enable_analyzers`` names them: fewer than half of their hits
 were real problems by a hand check on real pull requests (docs/analyzers.md)."""
+
+
+def chosen(analyzers: dict[str, object], *, enable: Sequence[str], disable: Sequence[str]) -> dict[str, object]:
+    """The registered analyzers that run: those off by default only when ``enable`` names them, none that
+    ``disable`` names."""
+    return {
+        name: a
+        for name, a in analyzers.items()
+        if name not in disable and (name not in OFF_BY_DEFAULT or name in enable)
+    }
 
 
 def builtin_analyzers() -> dict[str, Analyzer]:

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from codejury.change.types import FileChange
 from codejury.findings import Tier
-
-if TYPE_CHECKING:
-    from codejury.config import ReviewConfig
 
 TRIVIAL_MAX_LINES = 10
 LITE_MAX_LINES = 100
@@ -128,21 +124,3 @@ def classify_tier(files: Sequence[FileChange]) -> Tier:
 def tier_reason(files: Sequence[FileChange]) -> str:
     """One line saying which tier the files get and why."""
     return _decide(files)[1]
-
-
-def tier_stage(kept: Sequence[FileChange], config: ReviewConfig) -> tuple[Tier, list[str]]:
-    """The tier stage: the risk tier of the kept files and the reviewers it calls for (none when nothing is kept)."""
-    from codejury.reviewers.roster import select_reviewers
-
-    if not kept:
-        return "trivial", []
-    tier = classify_tier(kept)
-    names = select_reviewers(
-        tier,
-        kept,
-        config.reviewers,
-        release_changed=any(is_release_file(f.path) for f in kept),
-        has_custom_rules=bool(config.custom_rules),
-        has_agent_instructions=bool(config.repo_instructions),
-    )
-    return tier, names

@@ -1,10 +1,10 @@
 """Run an eval: every case reviewed exactly as ``codejury review`` reviews it, then scored.
 
 Each case is checked out in a temporary directory and reviewed in this process by the composition
-root (``codejury.session.review``, docs/architecture.md) with the flags ``codejury review --repo
+root (``codejury.session.Session.review``, docs/architecture.md) with the flags ``codejury review --repo
 DIR --base BASE --head HEAD`` (or ``--diff FILE``) would get: the same config layering, plugins,
-analyzers, repository index and reviewer tools. The plugins are loaded once per eval and the
-models resolved once and kept across cases, so the embedded model's server starts once, not once
+analyzers, repository index and reviewer tools. One ``Session`` serves the whole eval: the plugins
+are loaded once and the models resolved once and kept across cases, so the embedded model's server starts once, not once
 per case. An exception in one case (a timeout, no reviewer succeeding, a bug) is a failed case
 with a one-line error, never a crash of the eval. Results are cached per case and config hash,
 so an interrupted eval resumes where it stopped. The naive baseline is the same review with
@@ -225,7 +225,7 @@ def failure_line(exc: BaseException) -> str:
     return line[:ERROR_MAX_CHARS]
 
 
-async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode, plugins: session.Plugins) -> CaseRun:
+async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode, reviews: session.Session) -> CaseRun:
     """Review one case (or take it from the cache); a failure is a failed case, never a crash."""
     cache = _cache_path(settings, case, mode)
     if (cached := _load_cached(cache)) is not None:
@@ -233,7 +233,7 @@ async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode, plugin
     with tempfile.TemporaryDirectory(prefix="codejury-eval-") as tmp:
         started = time.monotonic()
         try:
-            run = await _review_in(case, settings, mode, plugins, Path(tmp))
+            run = await _review_in(case, settings, mode, reviews, Path(tmp))
         except Exception as exc:  # one case never takes the eval down (KeyboardInterrupt does stop it)
             run = CaseRun(case_id=case.id, error=failure_line(exc), wall_s=round(time.monotonic() - started, 2))
     _store(cache, run)
@@ -241,7 +241,7 @@ async def review_case(case: EvalCase, settings: EvalSettings, mode: Mode, plugin
 
 
 async def _review_in(
-    case: EvalCase, settings: EvalSettings, mode: Mode, plugins: session.Plugins, tmp: Path
+    case: EvalCase, settings: EvalSettings, mode: Mode, reviews: session.Session, tmp: Path
 ) -> CaseRun:
     output = tmp / "review.json"
     if case.diff is not None:
@@ -255,8 +255,7 @@ async def _review_in(
     deadline = asyncio.timeout(settings.case_timeout_s)
     try:
         async with deadline:
-            # The review's own warnings and stage lines stay out of the eval's progress display.
-            await session.review(dict(settings.env), flags, plugins, warn=lambda _line: None, progress=None)
+            await reviews.review(dict(settings.env), flags)
     except TimeoutError:
         if not deadline.expired():
             raise  # a timeout inside the review (a provider's): its own message
@@ -275,20 +274,20 @@ async def run_all(
     cases: Sequence[EvalCase],
     settings: EvalSettings,
     mode: Mode,
-    plugins: session.Plugins,
+    reviews: session.Session,
     *,
     on_start: Callable[[EvalCase], None] | None = None,
     on_done: Callable[[EvalCase, CaseRun], None] | None = None,
 ) -> list[CaseRun]:
     """Every case, at most ``settings.jobs`` at a time, in the dataset's order, in this process with
-    ``plugins`` (the models they resolve are kept from one case to the next)."""
+    ``reviews``, the eval's session (the models they resolve are kept from one case to the next)."""
     gate = asyncio.Semaphore(max(1, settings.jobs))
 
     async def one(case: EvalCase) -> CaseRun:
         async with gate:
             if on_start is not None:
                 on_start(case)
-            run = await review_case(case, settings, mode, plugins)
+            run = await review_case(case, settings, mode, reviews)
         if on_done is not None:
             on_done(case, run)
         return run

@@ -19,7 +19,7 @@ from codejury.render import counted
 
 if TYPE_CHECKING:
     from codejury.models.profiles import ResolvedModel
-    from codejury.session import Plugins
+    from codejury.session import Session
 
 GATED = frozenset({"precision", "recall", "f1", "judged_precision", "judged_recall", "judged_f1", "on_changed_lines"})
 
@@ -107,22 +107,21 @@ async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases:
         _err("the embedded model runs one review at a time: --jobs 1")
         jobs = 1
     settings = _settings(env, flags, jobs)
-    from codejury.models.registry import close_cached_models, resolve_model
-    from codejury.session import load_plugins
+    from codejury.models.registry import resolve_model
+    from codejury.session import Session, load_plugins
 
     # An unknown provider or a missing key for the judge is refused before any review is paid for.
     judge = resolve_model(flags["judge"], _providers(flags), env=env) if flags["judge"] else None
-    # Once for the whole eval, as for one review: a plugin that cannot be imported stops it here. The
-    # models every case resolves stay cached until the end (one embedded-model server for all cases).
-    plugins = load_plugins(settings.plugins)
+    # One session for the whole eval, as for one review: a plugin that cannot be imported stops it here. The
+    # models every case resolves stay cached until the session closes (one embedded-model server for all cases),
+    # and closing it closes the judge's client too. The reviews' own warnings and stage lines stay out of the
+    # eval's progress display.
     started = time.monotonic()
-    try:
-        runs = await _reviews(cases, settings, "panel", "codejury", plugins)
-        baseline = await _reviews(cases, settings, "naive", "naive baseline", plugins) if flags["baseline"] else None
+    async with Session(load_plugins(settings.plugins), warn=lambda _line: None, progress=None) as reviews:
+        runs = await _reviews(cases, settings, "panel", "codejury", reviews)
+        baseline = await _reviews(cases, settings, "naive", "naive baseline", reviews) if flags["baseline"] else None
         if judge is not None:
             await _judge(cases, [runs, *([baseline] if baseline else [])], judge)
-    finally:
-        await close_cached_models()  # the SDK clients of the judge and of the models the cases shared
     doc = report_json(cases, runs, baseline)
     doc["overall"]["eval_wall_s"] = round(time.monotonic() - started, 1)
     return doc
@@ -144,12 +143,12 @@ def _settings(env: dict[str, str], flags: Mapping[str, Any], jobs: int) -> EvalS
 
 
 async def _reviews(
-    cases: Sequence[EvalCase], settings: EvalSettings, mode: str, label: str, plugins: Plugins
+    cases: Sequence[EvalCase], settings: EvalSettings, mode: str, label: str, reviews: Session
 ) -> list[CaseRun]:
     from codejury.eval.progress import CaseProgress
 
     with CaseProgress(label, len(cases)) as progress:
-        return await run_all(cases, settings, mode, plugins, on_start=progress.started, on_done=progress.finished)
+        return await run_all(cases, settings, mode, reviews, on_start=progress.started, on_done=progress.finished)
 
 
 async def _judge(

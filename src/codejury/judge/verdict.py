@@ -1,19 +1,14 @@
-"""The verdict rubric (biased toward approval), the CI failure rule, the review summary, and the verdict stage."""
+"""The verdict rubric (biased toward approval), the CI failure rule and the review summary (the verdict
+stage that applies them to a run is ``codejury.stages.verdict``)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, SkippedFile, Usage, Verdict
+from codejury.findings import SEVERITY_RANK, VERDICT_RANK, Finding, Review, SkippedFile, Verdict
 from codejury.judge.dedup import normalise_category
-from codejury.judge.threshold import BELOW_CONFIDENCE, split_by_confidence
-
-if TYPE_CHECKING:  # the stage functions at the end; the rubric itself stays import-light for the CLI
-    from codejury.agents.panel import PanelResult
-    from codejury.judge.stage import Judgement
-    from codejury.runstate import Refusal, ReviewRun
 
 VcsAction = Literal["approve", "unapprove", "block"]
 FailOn = Literal["suggestion", "warning", "critical", "unreviewed", "requested_changes", "never"]
@@ -186,98 +181,3 @@ def summarise_unreviewed(
     if break_glass:
         return f"{first} Break glass: approved by a human override (the review alone: not reviewed)."
     return f"{first} Nothing is approved; a human should look at this change."
-
-
-# -- the verdict stage: the rubric applied to what the panel and the judge produced ---------------------
-
-
-def verdict_stage(
-    run: ReviewRun,
-    panel: PanelResult,
-    judgement: Judgement,
-    notes: Sequence[str] = (),
-    stopped: str | None = None,
-    tests: str | None = None,
-) -> Review:
-    """The finished review: verdict by the rubric, summary, every report, usage and time; ``tests`` is the line
-    on the CI job's test reports (``--tests``).
-
-    ``stopped`` says why the review stopped early (its cost ceiling): such a review is partial,
-    and like an unjudged one it is never an approval.
-    """
-    from codejury.judge.grounding import dropped as drop  # the judge's stage is loaded by now (not the CLI's rubric)
-
-    findings, below = split_by_confidence(judgement.findings, run.settings.confidence_threshold)
-    dropped = dict(judgement.dropped)
-    drop(run, dropped, BELOW_CONFIDENCE, below)  # kept aside in ``below_threshold``, never published: each an event
-    withheld = list(run.withheld)
-    verdict = decide_verdict(
-        findings, break_glass=run.break_glass, judged=judgement.judged and stopped is None, withheld=bool(withheld)
-    )
-    reports = [*panel.reports, *judgement.reports]
-    failed = [r.name for r in reports if r.status == "failed"]
-    total = sum((r.usage() for r in [*reports, judgement.coordinator]), Usage())
-    review = Review(
-        verdict=verdict,
-        tier=run.selection.tier,
-        summary=summarise(findings, verdict, failed, judgement.judged, run.break_glass, stopped, withheld),
-        findings=findings,
-        reviewers=reports,
-        coordinator=judgement.coordinator,
-        skipped_files=list(run.selection.skipped),
-        usage=total.model_copy(update={"duration_s": run.elapsed()}),
-        judged=judgement.judged,
-        break_glass=run.break_glass,
-        dropped_findings=dropped,
-        below_threshold=below,
-        replies=judgement.replies,
-        cut_files=panel.cut_files,
-        notes=[*([stopped] if stopped else []), *notes, *judgement.notes],
-        tests=tests,
-        approval_withheld=withheld,
-    )
-    run.events.emit(
-        "review_finished",
-        verdict=verdict,
-        tier=review.tier,
-        findings=len(findings),
-        judged=review.judged,
-        break_glass=run.break_glass,
-        stopped=stopped,
-        failed_reviewers=failed,
-        dropped=review.dropped_findings,
-        **review.usage.model_dump(),
-    )
-    return review
-
-
-def not_reviewed_stage(run: ReviewRun) -> Review:
-    """Nothing reached a model (every file skipped, or no reviewer enabled): never an approval."""
-    selection = run.selection
-    review = Review(
-        verdict="approved" if run.break_glass else "not_reviewed",
-        tier=selection.tier,
-        skipped_files=list(selection.skipped),
-        break_glass=run.break_glass,
-        summary=summarise_unreviewed(
-            selection.skipped, reviewable=len(selection.kept), tier=selection.tier, break_glass=run.break_glass
-        ),
-        usage=Usage(duration_s=run.elapsed()),
-    )
-    run.events.emit("review_finished", verdict=review.verdict, tier=review.tier, findings=0)
-    return review
-
-
-def refused_stage(run: ReviewRun, refusal: Refusal) -> Review:
-    """A review a daily cap or the kill switch stopped before any model was called: not reviewed, with the
-    reason, never an approval (break glass included: nothing looked at the change)."""
-    review = Review(
-        verdict="not_reviewed",
-        tier=run.selection.tier,
-        summary=f"Not reviewed: {refusal.reason}.",
-        notes=[f"not reviewed: {refusal.reason}"],
-        refused=refusal.reason,
-        usage=Usage(duration_s=run.elapsed()),
-    )
-    run.events.emit("review_finished", verdict=review.verdict, tier=review.tier, findings=0)
-    return review

@@ -1,7 +1,8 @@
 """``/codejury ask``: the coordinator's model answers a question about the change, on a review's terms.
 
-The answer comes from the model a review's coordinator would use, built by the review's own
-``build_review_models``: its failback chain, the process's circuit breakers for the review
+The answer comes from the model a review's coordinator would use, set up by the process's
+``Session`` as a review's (the same settings, event log, plugins and kill switch), its models built as
+a review builds them (``Configured.models``): its failback chain, the process's circuit breakers for the review
 settings (a model whose breaker a review opened is skipped here too, and an ask that fails
 counts toward it), the stall watchdog and heartbeats, every request scrubbed of known secrets,
 and the cost ceiling. The run's usage (requests, tokens, cost) and its model events (failbacks,
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
     from codejury.change.types import ChangeSet
     from codejury.config import Settings
     from codejury.findings import Usage
-    from codejury.plugins import Plugins
     from codejury.service.chat import ChatCommand
+    from codejury.session import Session
     from codejury.telemetry.metrics import ReviewMetrics
 
 AGENT = "coordinator:ask"
@@ -92,7 +93,7 @@ async def answer_question(
     read_head: Callable[[str], Awaitable[str | None]],
     env: dict[str, str],
     setup: Any,
-    plugins: Plugins,
+    session: Session,
     metrics: ReviewMetrics | None,
     say: Callable[[str], None],
 ) -> Asked:
@@ -101,37 +102,30 @@ async def answer_question(
     from pydantic_ai.exceptions import AgentRunError
     from pydantic_ai.usage import RunUsage, UsageLimits
 
-    from codejury import pipeline, session
     from codejury.agents.prompts import fence, inline_change
     from codejury.errors import ConfigError
     from codejury.findings import Usage
+    from codejury.flags import ReviewFlags
     from codejury.models.pricing import usage_from_run
-    from codejury.models.selection import board_for, build_review_models, choose_model, default_resolver, price_table
+    from codejury.models.selection import choose_model, price_table
     from codejury.resilience import AgentWatch
     from codejury.resilience.errors import ChainExhausted
-    from codejury.runstate import ReviewOptions
-    from codejury.secrets import provider_key_values
     from codejury.workspace import numbered_patch
 
-    flags = session.ReviewFlags(
+    flags = ReviewFlags(
         model=setup.model, model_for=setup.model_for, config_file=setup.config_file, remote_config=setup.remote_config
     )
-    settings, _ = session.review_settings(change, env, flags)
-    events = session.open_event_log(None, env, run_id=f"chat-{command.comment_id}")
-    opts = ReviewOptions(settings=settings, env=env, events=events, warn=say, plugin_manager=plugins.manager)
-    config = await pipeline.configure(change, opts)
-    refused = config.stopped or await _cap_reached(settings, change.meta.repository, say)
+    configured = await session.configured(env, flags, change, run_id=f"chat-{command.comment_id}", warn=say)
+    config, settings, events = configured.config, configured.config.settings, configured.options.events
+    refused = configured.stopped or await _cap_reached(settings, change.meta.repository, say)
     if refused is not None:
         say(f"{command.author}'s question was not answered: {refused}")
         return Asked(checked(REFUSED.format(reason=safe_text(refused))), "", Usage(), answered=False, refused=refused)
     spec = choose_model(config, "coordinator", tier="full")
     if spec is None:
         raise ConfigError("no model is configured for the coordinator, which answers /codejury ask")
-    events.redactor.add(provider_key_values(config.providers, env))
-    board = board_for(config.settings)  # the process's breakers: the ones its reviews use
-    models = build_review_models(
-        config, [spec], resolver=default_resolver(env), board=board, redactor=events.redactor, on_event=events.emit
-    )
+    models = configured.models([spec])  # the process's breakers: the ones its reviews use
+    board = models.chains[spec].board
     started = time.monotonic()
     watch = AgentWatch(deadline=started + settings.reviewer_timeout_s, heartbeat=lambda line: say(f"ask: {line}"))
     resolved = models.for_agent(spec, watch)

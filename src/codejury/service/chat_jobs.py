@@ -29,7 +29,7 @@ from codejury.service.chat import ChatCommand, review_key
 from codejury.service.webhooks import ReviewRequest
 
 if TYPE_CHECKING:
-    from codejury.plugins import Plugins
+    from codejury.session import Session
     from codejury.telemetry.metrics import ReviewMetrics
 
 Submit = Callable[[ReviewRequest], Awaitable[str]]
@@ -52,17 +52,15 @@ async def run_chat(
     request: ReviewRequest,
     env: dict[str, str],
     setup: Any,
-    plugins: Plugins,
+    session: Session,
     submit: Submit | None,
     say: Callable[[str], None],
     metrics: ReviewMetrics | None = None,
 ) -> str:
     """Carry out ``request.chat`` (checked, queued or answered); returns a one-line outcome for the log."""
-    from codejury.session import open_forge
-
     command = request.chat
     assert command is not None
-    async with open_forge(plugins, request.url, env, say)() as forge:
+    async with session.open_forge(request.url, env, say)() as forge:
         conversation = _conversation(forge, command)
         if await conversation.by_bot():
             return "ignored: codejury's own comment"
@@ -85,7 +83,7 @@ async def run_chat(
             read_head=conversation.read_head,
             env=env,
             setup=setup,
-            plugins=plugins,
+            session=session,
             metrics=metrics,
             say=say,
         )

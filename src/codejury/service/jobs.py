@@ -2,7 +2,7 @@
 
 ``JobRunner.run`` reviews through the composition root (``codejury.session``) exactly as
 ``codejury review --url URL --publish`` does, with the service's model flags, plugins (loaded
-once per runner) and config file, so a review from a webhook is the review a CI job would post.
+once per runner, in its ``Session``) and config file, so a review from a webhook is the review a CI job would post.
 What differs is the environment it runs in: a GitHub App installation's token in
 ``CODEJURY_GITHUB_TOKEN`` when the delivery came from an App, the service's store as
 ``CODEJURY_RECORD_URL`` unless one is set, and a recorder that counts the review in the
@@ -39,8 +39,8 @@ from codejury.service.review_loop import ReviewLoop
 from codejury.service.webhooks import ReviewRequest, refused_url
 
 if TYPE_CHECKING:
-    from codejury.plugins import Plugins
     from codejury.service.github_app import GitHubAppTokens
+    from codejury.session import Session
     from codejury.telemetry.metrics import ReviewMetrics
     from codejury.telemetry.service_metrics import FailureReason, JobMetrics
 
@@ -88,16 +88,16 @@ class JobRunner:
         """How a chat job queues a review (``/codejury review``): the service's or worker's queue."""
         self.reviews = ReviewLoop()
         """Where the jobs run: a loop of their own, so the caller's loop stays free to answer webhooks."""
-        self._plugins: Plugins | None = None
+        self._session: Session | None = None
 
-    def plugins(self) -> Plugins:
-        """The service's plugins, loaded by the first job that needs them and kept (a job whose plugin
-        module cannot be imported ends with that error, and the next job tries again)."""
-        if self._plugins is None:
-            from codejury.plugins import load_plugins
+    def session(self) -> Session:
+        """The process's session: the service's plugins, loaded by the first job that needs them and kept (a job
+        whose plugin module cannot be imported ends with that error, and the next job tries again)."""
+        if self._session is None:
+            from codejury.session import Session, load_plugins
 
-            self._plugins = load_plugins(self.setup.plugins)
-        return self._plugins
+            self._session = Session(load_plugins(self.setup.plugins), warn=self.say, progress=self.say)
+        return self._session
 
     async def job_env(self, request: ReviewRequest) -> dict[str, str]:
         env = dict(self.env)
@@ -138,10 +138,8 @@ class JobRunner:
         return await self.reviews.run(lambda: self._run(request, env, None if submit is None else submit_home))
 
     async def close(self) -> None:
-        """Stop the review loop, closing the SDK clients of the models its reviews used."""
-        from codejury.models.registry import close_cached_models
-
-        await self.reviews.close(close_cached_models)
+        """Stop the review loop, closing the SDK clients of the models its reviews used (the session's)."""
+        await self.reviews.close(None if self._session is None else self._session.close)
 
     def _failed(self, reason: FailureReason) -> None:
         if self.job_metrics is not None:
@@ -156,7 +154,7 @@ class JobRunner:
             from codejury.service.chat_jobs import run_chat
 
             try:
-                return await run_chat(request, env, self.setup, self.plugins(), submit, self.say, self.metrics)
+                return await run_chat(request, env, self.setup, self.session(), submit, self.say, self.metrics)
             except (ForgeUnavailable, InternalError):
                 raise
             except CodejuryError as exc:
@@ -164,6 +162,7 @@ class JobRunner:
                 return f"chat command not carried out: {exc}"
         from codejury import session
 
+        reviews = self.session()
         recorders: tuple[object, ...] = ()
         if self.metrics is not None:
             from codejury.telemetry.metrics import MetricsRecorder
@@ -177,9 +176,8 @@ class JobRunner:
                 publish=True, max_inline=self.setup.max_inline, skip_reviewed_head=not request.forced,
             )  # fmt: skip
             try:
-                outcome = await session.review(
-                    env, flags, self.plugins(), warn=self.say, progress=self.say, recorders=recorders
-                )  # the review's lines go to the service's log, with the job's key
+                outcome = await reviews.review(env, flags, recorders=recorders)
+                # the review's lines go to the service's log, with the job's key
             except ForgeUnavailable:
                 raise
             except session.HeadAlreadyReviewed as exc:  # a push's job, queued while this head was being reviewed

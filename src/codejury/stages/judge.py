@@ -14,7 +14,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codejury.agents.panel import PanelResult, agent_model, answered_by, count, finished
 from codejury.agents.runner import AgentOutcome, ChangeContext
 from codejury.analyzers.junit import TestCoverage
 from codejury.evidence import Evidence
@@ -37,6 +36,7 @@ from codejury.judge.replies import judge_disputes
 from codejury.models.selection import ReviewModels
 from codejury.reviewers.roster import coordinator_prompt
 from codejury.runstate import ReviewRun
+from codejury.stages.panel import PanelResult, agent_model, answered_by, count, finished
 
 NO_MODEL = "every model in its failback chain is disabled"
 JUDGE_DROPPED = "dropped by judge"

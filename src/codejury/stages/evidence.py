@@ -9,34 +9,20 @@ model is called.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from codejury.analyzers import chosen
 from codejury.analyzers.runner import EvidenceReport, collect_evidence
 from codejury.runstate import ReviewRun
-
-
-def chosen(analyzers: dict[str, object], *, enable: Sequence[str], disable: Sequence[str]) -> dict[str, object]:
-    """The registered analyzers that run: those off by default only when ``enable`` names them, none that
-    ``disable`` names."""
-    from codejury.analyzers import OFF_BY_DEFAULT
-
-    return {
-        name: a
-        for name, a in analyzers.items()
-        if name not in disable and (name not in OFF_BY_DEFAULT or name in enable)
-    }
 
 
 async def evidence_stage(run: ReviewRun) -> EvidenceReport:
     settings = run.settings
     analyzers: dict[str, object] = {}
     if settings.analyzers:
-        from codejury.lifecycle import collect_registry
-
-        registered = collect_registry(run.options.plugin_manager, "codejury_register_analyzers")
-        analyzers.update(chosen(registered, enable=settings.enable_analyzers, disable=settings.disable_analyzers))
+        registered = run.options.plugins.analyzers  # collected once per process (``Plugins``)
+        analyzers.update(chosen(dict(registered), enable=settings.enable_analyzers, disable=settings.disable_analyzers))
     if settings.evidence:
         from codejury.analyzers.sarif import SarifEvidence
 
