@@ -71,18 +71,35 @@ def _too_large(what: str, limit: int, error: type[CodejuryError]) -> CodejuryErr
     return error(f"{what} is larger than the {human_size(limit)} limit; reading stopped there")
 
 
+class _Capped:
+    """The chunks read so far, until more than ``limit`` bytes arrive: then ``error``, naming ``what``."""
+
+    def __init__(self, limit: int, what: str, error: type[CodejuryError]) -> None:
+        self.limit, self.what, self.error = limit, what, error
+        self.chunks: list[bytes] = []
+        self.total = 0
+
+    @property
+    def wanted(self) -> int:
+        """How much the next read asks for: a chunk, or one byte past the cap at most."""
+        return min(CHUNK_BYTES, self.limit + 1 - self.total)
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.total > self.limit:
+            raise _too_large(self.what, self.limit, self.error)
+        self.chunks.append(chunk)
+
+    def joined(self) -> bytes:
+        return b"".join(self.chunks)
+
+
 def read_stream(stream: IO[bytes], limit: int, what: str, error: type[CodejuryError] = InputError) -> bytes:
     """Read ``stream`` to its end, or raise ``error`` once more than ``limit`` bytes have arrived."""
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = stream.read(min(CHUNK_BYTES, limit + 1 - total))
-        if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(what, limit, error)
-        chunks.append(chunk)
+    kept = _Capped(limit, what, error)
+    while chunk := stream.read(kept.wanted):
+        kept.add(chunk)
+    return kept.joined()
 
 
 def read_path(
@@ -139,35 +156,27 @@ def read_fd(fd: int, limit: int, what: str, error: type[CodejuryError], *, wait_
     long as a read takes) for each next piece; raises ``error`` past the cap or after a silent ``wait_s``."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)  # hang-up and errors are reported whatever is asked
-    chunks: list[bytes] = []
-    total = 0
+    kept = _Capped(limit, what, error)
     while True:
         if not poller.poll(None if wait_s is None else wait_s * 1000):
             raise error(f"{what} sent nothing for {wait_s:g} s (no writer, or a stalled one); reading stopped")
         try:
-            chunk = os.read(fd, min(CHUNK_BYTES, limit + 1 - total))
+            chunk = os.read(fd, kept.wanted)
         except BlockingIOError:  # a writer is there but sent nothing yet
             continue
         if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(what, limit, error)
-        chunks.append(chunk)
+            return kept.joined()
+        kept.add(chunk)
 
 
 async def read_async(
     chunks: AsyncIterable[bytes], limit: int, what: str, error: type[CodejuryError] = InputError
 ) -> bytes:
     """Collect an async byte stream (an HTTP body), or raise ``error`` past ``limit`` bytes."""
-    parts: list[bytes] = []
-    total = 0
+    kept = _Capped(limit, what, error)
     async for chunk in chunks:
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(what, limit, error)
-        parts.append(chunk)
-    return b"".join(parts)
+        kept.add(chunk)
+    return kept.joined()
 
 
 def copy_stream(source: IO[bytes], size: int, sink: IO[bytes] | None) -> None:
