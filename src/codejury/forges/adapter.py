@@ -3,7 +3,7 @@
 - ``ForgeAdapter``: the ``async with`` lifetime (ask the forge who the token is, close the
   client however it ends), the previous state read once a run, the ``PlanOptions`` of the
   forge and ``publish_review`` (plan, publish, plan again when the forge refuses a comment);
-  reading is its ``reader``'s (``ForgeReader``), publishing its ``publisher``'s (``ForgePublisher``).
+  reading is its ``reader``'s (``AdapterReader``), publishing its ``publisher``'s (``AdapterPublisher``).
 - ``human_comments``: the humans' comments, a ``break glass`` one kept only from a writer.
 - ``thread_replies`` / ``resolved_by_human``: a bot thread's replies and who resolved it.
 - ``ForgeAdapter.head_side``: the reviewed head commit's tree from the CI job's checkout or the
@@ -42,7 +42,7 @@ class ForgeClient(Protocol):
     async def close(self) -> None: ...
 
 
-class ForgeReader(Protocol):
+class AdapterReader(Protocol):
     """Reads one merge or pull request for a review."""
 
     async def load_change(self) -> ChangeSet: ...
@@ -50,7 +50,7 @@ class ForgeReader(Protocol):
     async def read_previous(self) -> PreviousState: ...
 
 
-class ForgePublisher(Protocol):
+class AdapterPublisher(Protocol):
     """Publishes a review (or the failure note) on one merge or pull request."""
 
     async def publish(self, plan: PublishPlan, replan: Replan) -> list[str]: ...
@@ -69,8 +69,8 @@ class ForgeAdapter:
 
     env: Mapping[str, str]
     api: ForgeClient
-    reader: ForgeReader
-    publisher: ForgePublisher
+    reader: AdapterReader
+    publisher: AdapterPublisher
 
     def __init__(self) -> None:
         self.posted: list[str] = []

@@ -8,6 +8,7 @@ approval state; a review that failed becomes the failure note (and withdraws an 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 
 from codejury.change.types import FileChange
 from codejury.findings import Plan, Review
@@ -15,29 +16,19 @@ from codejury.forges.plan import Forge, PreviousState
 from codejury.record.events import EventLog
 
 
+@dataclass(eq=False)
 class ForgePublisher:
     """Posts the review on the merge request (``--publish``)."""
 
-    def __init__(
-        self,
-        forge: Forge,
-        previous: PreviousState,
-        files: Sequence[FileChange],
-        *,
-        fail_on: str,
-        approve: bool,
-        max_inline: int,
-        events: EventLog,
-        say: Callable[[str], None],
-    ) -> None:
-        self.forge = forge
-        self.previous = previous
-        self.files = files
-        self.fail_on = fail_on
-        self.approve = approve
-        self.max_inline = max_inline
-        self.events = events
-        self.say = say
+    forge: Forge
+    previous: PreviousState
+    files: Sequence[FileChange]
+    _: KW_ONLY
+    fail_on: str
+    approve: bool
+    max_inline: int
+    events: EventLog
+    say: Callable[[str], None]
 
     async def publish(self, result: Review | Plan) -> None:
         if not isinstance(result, Review):
