@@ -273,3 +273,16 @@ def test_a_bad_variable_is_one_line_naming_it(env: dict[str, str], line: str) ->
         apply_environment(Settings(), env)
     assert str(caught.value).startswith(line)
     assert "\n" not in str(caught.value)
+
+
+def test_stats_search_and_learn_read_the_same_layers_as_a_review(tmp_path: Path) -> None:
+    from codejury.settings_loader import local_settings
+
+    (tmp_path / ".codejury.toml").write_text('fail_on = "critical"\n[record]\nurl = "none"\n', encoding="utf-8")
+    extra = tmp_path / "ci.toml"
+    extra.write_text("max_cost_usd = 1.0\n", encoding="utf-8")
+    env = {"CODEJURY_RECORD__URL": "sqlite:///reviews.db", "CODEJURY_FAIL_ON": ""}
+    settings = local_settings(tmp_path, env, extra)
+    assert settings.fail_on == "critical" and settings.max_cost_usd == 1.0
+    assert settings.record_url == "sqlite:///reviews.db"  # the environment over the repository's file
+    assert dict(settings.models) == {}  # no default model chosen: that is a review's business

@@ -75,18 +75,9 @@ def search_command(
 
 
 def _settings(root: Path, config_file: Path | None, env: dict[str, str]) -> Settings:
-    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
-    from codejury.config import Settings, apply_environment, merge_file_table, read_config_text
-    from codejury.errors import ConfigError
-    from codejury.settings_loader import CONFIG_FILES
+    from codejury.settings_loader import local_settings
 
-    settings = Settings()
-    files = [root / name for name in CONFIG_FILES if (root / name).is_file()]
-    for path in [*files, *([config_file] if config_file is not None else [])]:
-        text = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError).decode("utf-8", "replace")
-        table, prefix = read_config_text(str(path if path == config_file else path.name), text)
-        settings = merge_file_table(settings, table, str(path if path == config_file else path.name), prefix=prefix)
-    return apply_environment(settings, env)
+    return local_settings(root, env, config_file)
 
 
 def _search(

@@ -137,6 +137,26 @@ def read_config_file(path: Path) -> str:
         raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
+def layered_settings(
+    change: ChangeSet, env: Mapping[str, str], config_file_text: tuple[str, str] | None = None
+) -> Settings:
+    """Every layer below the flags: defaults < repository config (base side) < ``--config`` < environment."""
+    settings = Settings()
+    files = [(name, _read_repo_file(change, name)) for name in CONFIG_FILES]
+    for name, text in [*files, *([config_file_text] if config_file_text is not None else [])]:
+        if text is not None:
+            table, prefix = read_config_text(name, text)
+            settings = merge_file_table(settings, table, name, prefix=prefix)
+    return apply_environment(settings, env)
+
+
+def local_settings(root: Path, env: Mapping[str, str], config_file: Path | None = None) -> Settings:
+    """The settings a review of the repository at ``root`` starts from, before its flags and default models
+    (``codejury stats``, ``search`` and ``learn`` read them so)."""
+    text = (str(config_file), read_config_file(config_file)) if config_file is not None else None
+    return layered_settings(ChangeSet(files=(), root=root), env, text)
+
+
 def load_settings(
     change: ChangeSet,
     env: Mapping[str, str],
@@ -151,13 +171,7 @@ def load_settings(
     Every layer is validated here, so a bad value fails before any plugin or model runs
     (``--dry-run`` included); reviewer names are checked once the roster is assembled.
     """
-    settings = Settings()
-    files = [(name, _read_repo_file(change, name)) for name in CONFIG_FILES]
-    for name, text in [*files, *([config_file_text] if config_file_text is not None else [])]:
-        if text is not None:
-            table, prefix = read_config_text(name, text)
-            settings = merge_file_table(settings, table, name, prefix=prefix)
-    settings = apply_environment(settings, env)
+    settings = layered_settings(change, env, config_file_text)
     table, names = _cli_layer(cli_table or {}, cli_model, cli_reviewer_models or {})
     if table:
         source = "command line" if (cli_model is not None or cli_reviewer_models) else settings.model_source

@@ -125,16 +125,6 @@ def configured_url(env: dict[str, str], cwd: Path) -> str | None:
 
 def configured_settings(env: dict[str, str], cwd: Path) -> Settings:
     """The settings ``codejury review`` in ``cwd`` would start from: its config files, then the environment."""
-    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
-    from codejury.config import Settings, apply_environment, merge_file_table, read_config_text
-    from codejury.errors import ConfigError
-    from codejury.settings_loader import CONFIG_FILES
+    from codejury.settings_loader import local_settings
 
-    settings = Settings()
-    for name in CONFIG_FILES:
-        path = cwd / name
-        if path.is_file():
-            data = read_path(path, MAX_CONFIG_BYTES, f"config file {path}", ConfigError)
-            table, prefix = read_config_text(name, data.decode("utf-8", "replace"))
-            settings = merge_file_table(settings, table, name, prefix=prefix)
-    return apply_environment(settings, env)
+    return local_settings(cwd, env)
