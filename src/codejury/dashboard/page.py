@@ -34,7 +34,13 @@ from sqlalchemy import Connection, func, select
 from codejury.dashboard import CONTENT_SECURITY_POLICY, charts
 from codejury.dashboard.charts import Part
 from codejury.dashboard.detail import ReviewDetail, load_details, recent_reviews
-from codejury.dashboard.repositories import ChangeLinks, RepositoryRow, known_repositories, repository_table
+from codejury.dashboard.repositories import (
+    ChangeLinks,
+    RepositoryRow,
+    add_outcomes,
+    known_repositories,
+    repository_table,
+)
 from codejury.dashboard.series import (
     Series,
     acted_outcomes,
@@ -166,22 +172,22 @@ def dashboard_data(
             return Dashboard(stats=stats, series=None, recent=[], generated_at=now, known_repositories=known)
         buckets = choose_buckets(since or first, max(utc_naive(now), utc_naive(last)))
         series = Series(buckets=buckets)
-        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="codejury-dashboard") as pool:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="codejury-dashboard") as pool:
             runs_done = pool.submit(on_own_connection, store, token_series, buckets, scope, filtered=filtered)
             acted_done = pool.submit(on_own_connection, store, acted_outcomes, buckets, scope)
-            repositories_done = pool.submit(on_own_connection, store, repository_table, scope)
             cost_duration = review_series(conn, buckets, scope, series)
             findings = finding_series(conn, buckets, scope, series)
             details = load_details(conn, recent_reviews(conn, scope, recent)) if recent > 0 else []
+            repositories = repository_table(conn, scope)
             series.models, runs = runs_done.result()
-            series.acted, acted_on = acted_done.result()
+            series.acted, acted_on, acted_by_repository = acted_done.result()
         stats = assemble_stats(
             conn, since=since, repository=repository, store=store.shown, cost_duration=cost_duration,
             findings=findings, runs=runs, acted_on=acted_on,
         )  # fmt: skip
     return Dashboard(
-        stats=stats, series=series, recent=details, generated_at=now, repositories=repositories_done.result(),
-        known_repositories=known,
+        stats=stats, series=series, recent=details, generated_at=now,
+        repositories=add_outcomes(repositories, acted_by_repository), known_repositories=known,
     )  # fmt: skip
 
 

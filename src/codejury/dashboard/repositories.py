@@ -1,9 +1,11 @@
 """The dashboard's view by repository: one row per repository (the chargeback table), and links to its changes.
 
-``repository_table(conn, scope)`` sums, per repository, the reviews in ``scope``, their cost, their findings,
-the acted-on rate of those findings (``codejury.record.stats.finding_outcomes``: of the findings whose change
-was reviewed again, the share acted on before that next review) and the reviews that blocked the merge
-(verdict ``requested_changes``). Three grouped queries, whatever the number of reviews.
+``repository_table(conn, scope)`` sums, per repository, the reviews in ``scope``, their cost, their findings
+and the reviews that blocked the merge (verdict ``requested_changes``), in two grouped queries;
+``add_outcomes(rows, acted)`` adds the acted-on rate of those findings (of the findings whose change was
+reviewed again, the share acted on before that next review), which ``codejury.dashboard.series.acted_outcomes``
+sums per repository in the pass that reads every finding's outcome for the charts, the heaviest read of the
+page, so that the outcomes are read once.
 
 ``ChangeLinks`` turns a recorded repository (``host/path``, as the forge adapters and a clone's ``origin``
 name it) and change id (``!7`` on GitLab, ``#42`` on GitHub) into the merge request's page on the configured
@@ -14,14 +16,15 @@ link, so the page never points at a host nobody configured.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from sqlalchemy import ColumnElement, Connection, case, func, select
 
+from codejury.dashboard.series import ActedPoint
 from codejury.forges.hosts import ForgeHosts, ForgeInstance
 from codejury.record import schema
-from codejury.record.stats import finding_outcomes
 
 BLOCKING_VERDICT = "requested_changes"
 _SEGMENT = re.compile(r"[A-Za-z0-9_.~+-]+")
@@ -51,7 +54,8 @@ class RepositoryRow:
 
 
 def repository_table(conn: Connection, scope: ColumnElement[bool]) -> list[RepositoryRow]:
-    """Every repository with a review in ``scope``, the most expensive first."""
+    """Every repository with a review in ``scope``, the most expensive first (its findings' outcomes not yet
+    added: ``add_outcomes``)."""
     r, f = schema.reviews, schema.findings
     rows: dict[str, RepositoryRow] = {}
     blocked = func.sum(case((r.c.verdict == BLOCKING_VERDICT, 1), else_=0))
@@ -68,16 +72,16 @@ def repository_table(conn: Connection, scope: ColumnElement[bool]) -> list[Repos
     for repository, n in conn.execute(findings):
         if repository in rows:
             rows[repository].findings = int(n)
-    o = finding_outcomes(scope).subquery("outcomes")
-    outcomes = (
-        select(r.c.repository, func.sum(o.c.followed_up), func.sum(o.c.acted_on))
-        .select_from(o.join(r, r.c.id == o.c.review_id))
-        .group_by(r.c.repository)
-    )
-    for repository, followed, acted in conn.execute(outcomes):
-        if repository in rows:
-            rows[repository].followed_up, rows[repository].acted_on = int(followed or 0), int(acted or 0)
     return sorted(rows.values(), key=lambda row: (-row.cost_usd, -row.reviews, row.repository))
+
+
+def add_outcomes(rows: list[RepositoryRow], acted: Mapping[str, ActedPoint]) -> list[RepositoryRow]:
+    """``rows`` with the outcomes of their findings (``acted``, per repository, from ``acted_outcomes``)."""
+    for row in rows:
+        outcome = acted.get(row.repository)
+        if outcome is not None:
+            row.followed_up, row.acted_on = outcome.followed_up, outcome.acted_on
+    return rows
 
 
 def known_repositories(conn: Connection) -> list[str]:

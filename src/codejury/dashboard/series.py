@@ -173,7 +173,7 @@ def compute_series(conn: Connection, buckets: Buckets, scope: ColumnElement[bool
     finding_series(conn, buckets, scope, series)
     series.models, _ = token_series(conn, buckets, scope)
     if acted:
-        series.acted, _ = acted_outcomes(conn, buckets, scope)
+        series.acted, _, _ = acted_outcomes(conn, buckets, scope)
     return series
 
 
@@ -292,29 +292,37 @@ def token_series(
     return ordered, tables
 
 
-def acted_outcomes(conn: Connection, buckets: Buckets, scope: ColumnElement[bool]) -> tuple[list[ActedPoint], ActedOn]:
+def acted_outcomes(
+    conn: Connection, buckets: Buckets, scope: ColumnElement[bool]
+) -> tuple[list[ActedPoint], ActedOn, dict[str, ActedPoint]]:
     """The acted-on outcome of the findings published in each bucket (``finding_outcomes``, bucketed by
     the time of the review that published each finding) and, from the same pass, ``codejury stats``'s
-    acted-on table (the same outcomes summed per reviewer and category)."""
+    acted-on table (the same outcomes summed per reviewer and category) and the outcomes summed per
+    repository (the dashboard's table by repository)."""
     o = finding_outcomes(scope).subquery("outcomes")
+    r = schema.reviews
     index = bucket_of(conn, o.c.recorded_at, buckets).label("bucket")
-    query = select(
-        index, o.c.reviewer, o.c.category, func.count(), func.sum(o.c.followed_up), func.sum(o.c.acted_on),
-        func.sum(o.c.dismissed),
-    ).group_by(index, o.c.reviewer, o.c.category)  # fmt: skip
+    query = (
+        select(
+            index, o.c.reviewer, o.c.category, r.c.repository, func.count(), func.sum(o.c.followed_up),
+            func.sum(o.c.acted_on), func.sum(o.c.dismissed),
+        )
+        .select_from(o.join(r, r.c.id == o.c.review_id))
+        .group_by(index, o.c.reviewer, o.c.category, r.c.repository)
+    )  # fmt: skip
     points = [ActedPoint() for _ in range(buckets.count)]
     totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for bucket, reviewer, category, *sums in conn.execute(query):
+    by_repository: dict[str, ActedPoint] = defaultdict(ActedPoint)
+    for bucket, reviewer, category, repository, *sums in conn.execute(query):
         counts = [int(value or 0) for value in sums]
         into = totals[(reviewer, category)]
         for k, value in enumerate(counts):
             into[k] += value
         i = _inside(bucket, buckets)
-        if i is not None:
-            point = points[i]
+        for point in (by_repository[repository], *([points[i]] if i is not None else [])):
             point.published += counts[0]
             point.followed_up += counts[1]
             point.acted_on += counts[2]
             point.dismissed += counts[3]
     table = acted_on_table((reviewer, category, n, fo, a, d) for (reviewer, category), (n, fo, a, d) in totals.items())
-    return points, table
+    return points, table, dict(by_repository)
