@@ -2,15 +2,17 @@
 
 It reads the store (``--store``, else ``record.url``), groups what people with write access dismissed and what
 authors fixed after a finding, and writes ``.codejury/rules/learned.md`` (``--output`` elsewhere), or with
-``--propose PROJECT_URL`` opens a merge request on that GitLab project with the file: nothing learned applies
-until a person merges it (``codejury.memory.learn``). Only click is imported at start-up.
+``--propose PROJECT_URL`` opens a merge request (GitLab) or pull request (GitHub) there with the file: nothing
+learned applies until a person merges it (``codejury.memory.learn``). Only click is imported at start-up.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
@@ -47,8 +49,9 @@ from codejury.stats_command import exit_on_error, open_reader, store_option
 @click.option(
     "--propose",
     metavar="PROJECT_URL",
-    help="Open a merge request on this GitLab project (https://HOST/GROUP/PROJECT, on the configured GitLab, "
-    "token in CODEJURY_GITLAB_TOKEN) that writes the rules file, instead of writing it here.",
+    help="Open a merge request on this GitLab project (https://HOST/GROUP/PROJECT, token in CODEJURY_GITLAB_TOKEN) "
+    "or a pull request on this GitHub repository (https://github.com/OWNER/NAME, token in CODEJURY_GITHUB_TOKEN) "
+    "that writes the rules file, instead of writing it here; the forge must be the configured one.",
 )
 @store_option
 def learn_command(
@@ -60,8 +63,19 @@ def learn_command(
     store: str | None,
 ) -> None:
     """Propose rules for .codejury/rules/learned.md from what the team dismissed or fixed, with counts and links."""
-    line = exit_on_error(lambda: _learn(repository, since, min_changes, output, propose, store, dict(os.environ)))
+    line = exit_on_error(lambda: _one_line(_learn, repository, since, min_changes, output, propose, store))
     click.echo(line)
+
+
+def _one_line(learn: Callable[..., str], *args: Any) -> str:
+    """``learn(*args, environment)``; an error's message on one line (a forge's own words may span several)."""
+    from codejury.errors import CodejuryError
+
+    try:
+        return learn(*args, dict(os.environ))
+    except CodejuryError as exc:
+        exc.args = (" ".join(str(exc).split()), *exc.args[1:])
+        raise
 
 
 def _learn(
@@ -113,15 +127,26 @@ def _learn(
 
 
 async def _propose(project_url: str, text: str, rules: int, env: dict[str, str]) -> str:
+    """The request on whichever configured forge ``project_url`` is on (its token only ever goes there)."""
     from codejury.errors import InputError
+    from codejury.forges.github.api import GitHubAPI
+    from codejury.forges.github.target import github_token
     from codejury.forges.gitlab.api import GitLabAPI
     from codejury.forges.gitlab.target import gitlab_token
-    from codejury.forges.hosts import gitlab_instance
-    from codejury.memory.propose import propose_on_gitlab
+    from codejury.forges.hosts import github_instance, gitlab_instance, origin
+    from codejury.memory.propose import propose_on_github, propose_on_gitlab
 
-    instance = gitlab_instance(env)
-    project = instance.path_of(project_url).strip("/")
+    github, gitlab = github_instance(env), gitlab_instance(env)
+    here = origin(project_url)
+    if here in {origin(u) for u in (github.web_url, *github.web_aliases)}:
+        repo = github.path_of(project_url).strip("/")
+        if repo.count("/") != 1:
+            raise InputError(f"--propose expects a GitHub repository's URL, {github.web_url}/OWNER/NAME")
+        token = github_token(env)[0]
+        async with GitHubAPI(token, api_url=github.api_url, graphql_url=github.graphql_url) as hub:
+            return (await propose_on_github(hub, repo, text, rules)).line
+    project = gitlab.path_of(project_url).strip("/")
     if not project or "/-/" in project:
-        raise InputError(f"--propose expects a GitLab project's URL below {instance.web_url}, not {project_url!r}")
-    async with GitLabAPI(instance.api_url, gitlab_token(env)) as api:
-        return (await propose_on_gitlab(api, project, text, rules)).line
+        raise InputError(f"--propose expects a GitLab project's URL below {gitlab.web_url}, not {project_url!r}")
+    async with GitLabAPI(gitlab.api_url, gitlab_token(env)) as lab:
+        return (await propose_on_gitlab(lab, project, text, rules)).line

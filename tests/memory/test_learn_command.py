@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from codejury.cli import cli
+from codejury.memory.learn import LEARNED_PATH as LEARNED
+from codejury.testing.github import FakeGitHub
 from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.gitlab.repository import opened_merge_requests
 from tests.memory.replay import fake_gitlab
@@ -71,3 +73,30 @@ def test_a_token_without_write_access_is_refused_and_nothing_opens(
         code, out, err = learn("--propose", f"{gl.url}/acme/widgets", "--store", store)
         assert code == 2 and out == "" and "403" in err and err.count("\n") == 1
         assert FakeGitLab.REPORTER_TOKEN not in err and opened_merge_requests(gl, 1) == []
+
+
+def test_learn_proposes_a_pull_request_on_github_over_the_rules_already_there(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    store = f"sqlite:///{tmp_path / 'reviews.sqlite3'}"
+    for name in ("GITHUB_TOKEN", "CODEJURY_GITHUB_TOKEN", "GITHUB_SERVER_URL", "GITHUB_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeGitHub("acme/widgets") as gh:
+        gh.add_token("ghs_writes", kind="actions", permissions={"contents": "write"})
+        gh.add_token("ghs_reads", kind="actions")  # contents: read, as a workflow's token is by default
+        gh.set_branch("main", {LEARNED: "# Rules we wrote by hand\n"})
+        monkeypatch.setenv("CODEJURY_GITHUB_URL", gh.api_url)
+        project = f"{gh.api_url}/acme/widgets"
+        for change in ("#1", "#2"):
+            remember(store, project.split("://")[1], change, "generalist:magic number", "shape-a", by="bob")
+        monkeypatch.setenv("GITHUB_TOKEN", "ghs_reads")
+        code, out, err = learn("--propose", project, "--store", store)
+        assert code == 2 and out == "" and "403" in err and err.count("\n") == 1 and "ghs_reads" not in err
+        monkeypatch.setenv("GITHUB_TOKEN", "ghs_writes")
+        code, out, err = learn("--propose", project, "--store", store)
+        assert code == 0 and out.startswith("opened #1 with 1 learned rule(s)"), err
+        assert learn("--propose", project, "--store", store)[1].startswith("already proposed")
+        [branch] = [name for (_, name) in gh._branches if name.startswith("codejury/learned-rules-")]
+        text = (gh.branch_files(branch) or {})[LEARNED]
+        assert f"[#2]({project}/pull/2) by bob: won't fix; [#1]({project}/pull/1) by bob: won't fix" in text
+        assert gh.branch_files("main") == {LEARNED: "# Rules we wrote by hand\n"}  # nothing applies unmerged

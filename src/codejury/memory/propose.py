@@ -1,9 +1,9 @@
-"""Opening the merge request that proposes learned rules (``codejury learn --propose``).
+"""Opening the merge request (GitLab) or pull request (GitHub) that proposes learned rules (``--propose``).
 
-One branch per content (``codejury/learned-rules-<digest>``), one commit that creates or updates
-``.codejury/rules/learned.md`` from the default branch, one merge request into it. A file on the default branch
-that already says the same is nothing to propose; a branch of that content that exists already means the same rules
-were proposed before (their merge request is open, or was closed by a person): neither opens another.
+One branch per content (``codejury/learned-rules-<digest>``) from the default branch, one commit that creates or
+updates ``.codejury/rules/learned.md``, one merge or pull request into the default branch. A file on the default
+branch that already says the same is nothing to propose; a branch of that content that exists already means the
+same rules were proposed before (their request is open, or a person closed it): neither opens another.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codejury.forges.errors import ForgeRefused
+from codejury.forges.github.api import GitHubAPI
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.memory.keys import digest
 from codejury.memory.learn import LEARNED_PATH
@@ -34,17 +35,41 @@ async def propose_on_gitlab(api: GitLabAPI, project: str, text: str, rules: int)
     if current == text:
         return Proposal(f"nothing new to propose: {LEARNED_PATH} on {target} already holds these rules")
     branch = BRANCH_PREFIX + digest(text, 10)
-    message = f"{TITLE}\n\n{rules} rule(s) proposed by codejury learn; nothing applies until a person merges this."
     try:
-        await api.commit_files(project, branch, target, message, {LEARNED_PATH: (text, current is not None)})
+        await api.commit_files(project, branch, target, _message(rules), {LEARNED_PATH: (text, current is not None)})
     except ForgeRefused as exc:
         if exc.status == 400 and "already exists" in str(exc):
             return Proposal(f"already proposed: the branch {branch} holds these rules")
         raise
-    description = (
+    iid, url = await api.create_merge_request(project, branch, target, TITLE, _description(rules))
+    return Proposal(f"opened !{iid} with {rules} learned rule(s): {url}", url)
+
+
+async def propose_on_github(api: GitHubAPI, repo: str, text: str, rules: int) -> Proposal:
+    """A pull request on GitHub repository ``repo`` (owner/name) that writes ``text`` to the learned rules file."""
+    target = await api.default_branch(repo)
+    current = await api.file_version(repo, LEARNED_PATH, target)
+    if current is not None and current[0] == text:
+        return Proposal(f"nothing new to propose: {LEARNED_PATH} on {target} already holds these rules")
+    branch = BRANCH_PREFIX + digest(text, 10)
+    try:
+        await api.create_branch(repo, branch, target)
+    except ForgeRefused as exc:
+        if exc.status == 422 and "already exists" in str(exc):
+            return Proposal(f"already proposed: the branch {branch} holds these rules")
+        raise
+    await api.put_file(repo, LEARNED_PATH, branch, _message(rules), text, current[1] if current else None)
+    number, url = await api.create_pull(repo, branch, target, TITLE, _description(rules))
+    return Proposal(f"opened #{number} with {rules} learned rule(s): {url}", url)
+
+
+def _message(rules: int) -> str:
+    return f"{TITLE}\n\n{rules} rule(s) proposed by codejury learn; nothing applies until a person merges this."
+
+
+def _description(rules: int) -> str:
+    return (
         f"{rules} rule(s) learned from what people with write access dismissed, and what authors fixed after a "
         f"finding, in this repository's recorded reviews. The compliance reviewer reads {LEARNED_PATH} once this "
         "is merged; edit or delete any rule before merging, or close this to apply none."
     )
-    iid, url = await api.create_merge_request(project, branch, target, TITLE, description)
-    return Proposal(f"opened !{iid} with {rules} learned rule(s): {url}", url)

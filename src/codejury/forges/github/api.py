@@ -257,6 +257,47 @@ class GitHubAPI:
         except ValueError:
             return None
 
+    async def default_branch(self, repo: str) -> str:
+        return str((await self._json("GET", f"/repos/{repo}")).get("default_branch") or "main")
+
+    async def file_version(self, repo: str, path: str, ref: str) -> tuple[str, str] | None:
+        """The text of file ``path`` at ``ref`` and its blob ``sha`` (what a write over it names), None when absent."""
+        try:
+            data = await self._request("GET", f"/repos/{repo}/contents/{quote(path, safe='/')}", params={"ref": ref})
+        except GitHubRefused as exc:
+            if exc.status == 404:
+                return None
+            raise
+        item = _decode(data)
+        content, sha = (item.get("content"), item.get("sha")) if isinstance(item, dict) else (None, None)
+        if not isinstance(content, str) or not isinstance(sha, str):
+            return None
+        return base64.b64decode(content).decode("utf-8", errors="replace"), sha
+
+    async def create_branch(self, repo: str, branch: str, from_branch: str) -> None:
+        """Branch ``branch`` at the head of ``from_branch``."""
+        ref = await self._json("GET", f"/repos/{repo}/git/ref/heads/{quote(from_branch, safe='/')}")
+        sha = (ref.get("object") or {}).get("sha")
+        await self._json("POST", f"/repos/{repo}/git/refs", {"ref": f"refs/heads/{branch}", "sha": sha})
+
+    async def put_file(self, repo: str, path: str, branch: str, message: str, text: str, sha: str | None) -> None:
+        """Commit ``text`` as ``path`` on ``branch``; ``sha``: the blob it replaces (None: a new file)."""
+        body: dict[str, Any] = {
+            "message": message,
+            "content": base64.b64encode(text.encode()).decode(),
+            "branch": branch,
+        }
+        if sha is not None:
+            body["sha"] = sha
+        await self._json("PUT", f"/repos/{repo}/contents/{quote(path, safe='/')}", body)
+
+    async def create_pull(self, repo: str, head: str, base: str, title: str, body: str) -> tuple[int, str]:
+        """A pull request from ``head`` into ``base``: its number and page."""
+        data = await self._json(
+            "POST", f"/repos/{repo}/pulls", {"title": title, "head": head, "base": base, "body": body}
+        )
+        return int(data["number"]), str(data.get("html_url") or "")
+
     async def file_bytes(self, repo: str, path: str, ref: str, *, max_bytes: int) -> bytes | None:
         """The bytes of file ``path`` at ``ref`` (the contents API as raw), None when it is larger than ``max_bytes``:
         the download stops there. An absent file, a refusal or a redirect (never followed) raises a ``ForgeError``."""

@@ -7,6 +7,7 @@ change nothing. ``server`` routes requests to them.
 from __future__ import annotations
 
 import base64
+import hashlib
 from typing import Any
 
 from codejury.testing.github.records import (
@@ -31,6 +32,12 @@ from codejury.testing.github.records import (
     unprocessable,
 )
 from codejury.testing.github.state import GitHubState
+
+
+def blob_sha(text: str) -> str:
+    """The git blob id of ``text``, as the contents API names a file's version (``sha``)."""
+    data = text.encode()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 class RestRoutes(GitHubState):
@@ -92,7 +99,7 @@ class RestRoutes(GitHubState):
             data = tree[path].encode()
             encoded = base64.encodebytes(data).decode()  # GitHub wraps the base64 at 60 columns
             return Reply(200, {"type": "file", "encoding": "base64", "path": path, "name": path.rsplit("/", 1)[-1],
-                                "size": len(data), "content": encoded})  # fmt: skip
+                                "size": len(data), "content": encoded, "sha": blob_sha(tree[path])})  # fmt: skip
         prefix = f"{path}/" if path else ""
         names = sorted({p[len(prefix) :].split("/", 1)[0] for p in tree if p.startswith(prefix)})
         if not names:

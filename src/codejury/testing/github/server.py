@@ -57,14 +57,14 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from codejury.testing.git_http import GitRepos
+from codejury.testing.github.branches import BranchRoutes
 from codejury.testing.github.graphql import GraphQLRoutes
 from codejury.testing.github.records import DOCS, Call, Fault, RecordedRequest, Refusal, Reply, Token
-from codejury.testing.github.rest import RestRoutes
 from codejury.testing.github.state import GitHubState
 from codejury.testing.loopback import LoopbackServer, QuietHandler
 
 
-class FakeGitHub(RestRoutes, GraphQLRoutes, LoopbackServer):
+class FakeGitHub(BranchRoutes, GraphQLRoutes, LoopbackServer):
     """Stateful GitHub REST + GraphQL fake on a free loopback port (see the module docstring)."""
 
     thread_name = "fake-github"
@@ -177,6 +177,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub, Call], Reply]]] 
         ("POST", _REPO + "/check-runs", FakeGitHub._post_check_run),
         ("PATCH", _REPO + r"/check-runs/(?P<id>\d+)", FakeGitHub._patch_check_run),
         ("POST", r"/graphql", FakeGitHub._graphql),
+        ("GET", _REPO + r"/git/ref/heads/(?P<branch>.+)", FakeGitHub._get_branch_ref),
+        ("POST", _REPO + r"/git/refs", FakeGitHub._post_ref),
+        ("PUT", _REPO + r"/contents/(?P<path>.+)", FakeGitHub._put_contents),
+        ("POST", _REPO + r"/pulls", FakeGitHub._post_pull),
     )
 ]
 
