@@ -40,6 +40,7 @@ from codejury.runstate import Refusal, ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
 from codejury.stages.evidence import evidence_stage
 from codejury.stages.judge import evidence_judgement, judge_stage
+from codejury.stages.memory import memory_stage
 from codejury.stages.naive import naive_stage
 from codejury.stages.panel import run_panel
 from codejury.stages.plan import plan_stage
@@ -149,6 +150,7 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
                     judgement = evidence_judgement(run, models, panel, evidence.evidence)
                 else:
                     judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence, tests))
+    judgement, remembered = await traced("memory", memory_stage(run, judgement))  # writers' earlier dismissals
     notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
     notes += routing_notes  # a re-read of the routing document that failed: the last good one was used
     notes += [unpriced] if unpriced is not None else []
@@ -159,6 +161,7 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
         review = verdict_stage(
             run, panel, judgement, notes=notes, stopped=stopped, tests=None if tests is None else tests.note()
         )
+    review = review.model_copy(update={"remembered": remembered})  # the findings that match earlier dismissals
     if panel.failure is not None:
         partial = "the analyzers' hits are published as a partial review, never an approval"
         raise ReviewFailed(f"{panel.failure}; {partial}", review)
