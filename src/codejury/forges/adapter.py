@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import ClassVar, Protocol, Self, TypeVar
+from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from codejury.change.break_glass import BREAK_GLASS_RE
 from codejury.change.types import ChangeSet, FileChange
@@ -31,6 +31,7 @@ from codejury.forges.publish import plan_publish
 from codejury.secrets import Redactor, secret_values
 
 Author = TypeVar("Author")
+Warn = Callable[[str], None]
 
 
 def forge_redactor(env: Mapping[str, str], token: str) -> Redactor:
@@ -40,6 +41,10 @@ def forge_redactor(env: Mapping[str, str], token: str) -> Redactor:
 
 class ForgeClient(Protocol):
     async def close(self) -> None: ...
+
+
+TargetT = TypeVar("TargetT")
+ClientT = TypeVar("ClientT", bound=ForgeClient)
 
 
 class AdapterReader(Protocol):
@@ -58,8 +63,10 @@ class AdapterPublisher(Protocol):
     async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]: ...
 
 
-class ForgeAdapter:
-    """The base of a ``plan.Forge``: subclasses say who the token is and set the client, reader and publisher."""
+class ForgeAdapter(Generic[TargetT, ClientT]):
+    """The base of a ``plan.Forge`` on one merge or pull request (``target``): subclasses make the client
+    (``_client``, unless one is given), their own state (``_start``), reader and publisher (``_parts``),
+    and say who the token is (``_identify``)."""
 
     forge_name: ClassVar[str]
     """The forge, as the ``published`` event names it."""
@@ -67,12 +74,17 @@ class ForgeAdapter:
     """What is reviewed there, in messages: "merge request", "pull request"."""
     suggestion_offsets: ClassVar[bool] = True
 
-    env: Mapping[str, str]
-    api: ForgeClient
-    reader: AdapterReader
-    publisher: AdapterPublisher
-
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        target: TargetT,
+        *,
+        env: Mapping[str, str] | None = None,
+        warn: Warn = lambda _: None,
+        api: ClientT | None = None,
+    ) -> None:
+        self.target = target
+        self.env = dict(env or {})
+        self.warn = warn
         self.posted: list[str] = []
         self.break_glass_by: tuple[str, ...] = ()
         self.break_glass_ignored: tuple[str, ...] = ()
@@ -80,6 +92,20 @@ class ForgeAdapter:
         """Why nothing can be posted (the review stays in the job's log), or None."""
         self._previous_read: PreviousState | None = None
         self._head_side: HeadSide | None = None
+        self.api: ClientT = api if api is not None else self._client()
+        self._start()
+        self.reader, self.publisher = self._parts()
+
+    def _client(self) -> ClientT:
+        """The forge's client for ``target``, with the token."""
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        """The subclass's own state, set before its reader and publisher are made."""
+
+    def _parts(self) -> tuple[AdapterReader, AdapterPublisher]:
+        """The reader and the publisher, working on this adapter's state."""
+        raise NotImplementedError
 
     async def head_side(
         self,

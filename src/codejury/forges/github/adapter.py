@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from codejury.change.types import FileChange
 from codejury.findings import Review
@@ -18,35 +18,28 @@ from codejury.forges.adapter import forge_redactor
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.github.checks import Outcome
 from codejury.forges.github.publisher import PullRequestPublisher
-from codejury.forges.github.pull import PullRequestState, Warn
+from codejury.forges.github.pull import PullRequestState
 from codejury.forges.github.reader import PullRequestReader
-from codejury.forges.github.target import TOKEN_HINT, GitHubTarget
+from codejury.forges.github.target import TOKEN_HINT
 from codejury.forges.plan import PreviousState, PublishPlan
 
 
 class GitHubPullRequest(PullRequestState):
     """The bot on one pull request; use ``async with`` (it asks GitHub who the token is first)."""
 
-    def __init__(
-        self,
-        target: GitHubTarget,
-        *,
-        env: Mapping[str, str] | None = None,
-        warn: Warn = lambda _: None,
-        api: GitHubAPI | None = None,
-    ) -> None:
-        env = dict(env or {})
-        api = api or GitHubAPI(
+    def _client(self) -> GitHubAPI:
+        target = self.target
+        return GitHubAPI(
             target.token,
             api_url=target.api_url,
             graphql_url=target.graphql_url,
             bot_login=target.bot_login,
             token_hint=TOKEN_HINT,
-            redactor=forge_redactor(env, target.token),
+            redactor=forge_redactor(self.env, target.token),
         )
-        super().__init__(target, api, env=env, warn=warn)
-        self.reader = PullRequestReader(self)
-        self.publisher = PullRequestPublisher(self)
+
+    def _parts(self) -> tuple[PullRequestReader, PullRequestPublisher]:
+        return PullRequestReader(self), PullRequestPublisher(self)
 
     async def publish_review(
         self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,

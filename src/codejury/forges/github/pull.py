@@ -4,7 +4,6 @@ the bot's previous review and its reviews that still count."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Literal
 from urllib.parse import quote
 
@@ -16,7 +15,6 @@ from codejury.forges.github.target import GitHubTarget
 from codejury.forges.plan import PreviousState
 
 ReviewState = Literal["APPROVED", "CHANGES_REQUESTED"]
-Warn = Callable[[str], None]
 
 
 def same_login(a: str | None, b: str | None) -> bool:
@@ -24,7 +22,7 @@ def same_login(a: str | None, b: str | None) -> bool:
     return bool(a) and bool(b) and (a or "").removesuffix("[bot]").lower() == (b or "").removesuffix("[bot]").lower()
 
 
-class PullRequestState(ForgeAdapter):
+class PullRequestState(ForgeAdapter[GitHubTarget, GitHubAPI]):
     """The bot on one pull request, as far as reading and publishing share it; use ``async with`` (it asks
     GitHub who the token is first)."""
 
@@ -33,15 +31,8 @@ class PullRequestState(ForgeAdapter):
     suggestion_offsets = False
     """GitHub's ```suggestion replaces start_line..line, so no line offsets."""
 
-    api: GitHubAPI
-
-    def __init__(self, target: GitHubTarget, api: GitHubAPI, *, env: Mapping[str, str], warn: Warn) -> None:
-        super().__init__()
-        self.target = target
-        self.env = dict(env)
-        self.warn = warn
-        self.api = api
-        self.read_only = target.read_only
+    def _start(self) -> None:
+        self.read_only = self.target.read_only
         self.outcome: Outcome | None = None
         """What was reviewed and how it may block (set by ``publish_review``)."""
         self.commentable: dict[str, CommentableLines] = {}

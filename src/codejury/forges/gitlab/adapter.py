@@ -9,29 +9,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from codejury.forges.adapter import forge_redactor
 from codejury.forges.gitlab.api import GitLabAPI
-from codejury.forges.gitlab.merge_request import MergeRequestState, Warn
+from codejury.forges.gitlab.merge_request import MergeRequestState
 from codejury.forges.gitlab.publisher import MergeRequestPublisher
 from codejury.forges.gitlab.reader import MergeRequestReader
-from codejury.forges.gitlab.target import GitLabTarget
 
 
 class GitLabMergeRequest(MergeRequestState):
     """The bot on one merge request; use ``async with`` (it asks GitLab who the token is first)."""
 
-    def __init__(
-        self,
-        target: GitLabTarget,
-        *,
-        env: Mapping[str, str] | None = None,
-        warn: Warn = lambda _: None,
-        api: GitLabAPI | None = None,
-    ) -> None:
-        env = dict(env or {})
-        api = api or GitLabAPI(target.api_url, target.token, redactor=forge_redactor(env, target.token))
-        super().__init__(target, api, env=env, warn=warn)
-        self.reader = MergeRequestReader(self)
-        self.publisher = MergeRequestPublisher(self)
+    def _client(self) -> GitLabAPI:
+        target = self.target
+        return GitLabAPI(target.api_url, target.token, redactor=forge_redactor(self.env, target.token))
+
+    def _parts(self) -> tuple[MergeRequestReader, MergeRequestPublisher]:
+        return MergeRequestReader(self), MergeRequestPublisher(self)

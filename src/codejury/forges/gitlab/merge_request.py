@@ -4,7 +4,6 @@ files and the bot's previous review."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from urllib.parse import quote
 
 from codejury.change.types import FileChange
@@ -16,24 +15,16 @@ from codejury.forges.plan import PreviousState
 
 CONCURRENCY = 4
 """GitLab requests in flight at once (base files read ahead, inline threads posted)."""
-Warn = Callable[[str], None]
 
 
-class MergeRequestState(ForgeAdapter):
+class MergeRequestState(ForgeAdapter[GitLabTarget, GitLabAPI]):
     """The bot on one merge request, as far as reading and publishing share it; use ``async with`` (it asks
     GitLab who the token is first)."""
 
     forge_name = "gitlab"
     noun = "merge request"
 
-    api: GitLabAPI
-
-    def __init__(self, target: GitLabTarget, api: GitLabAPI, *, env: Mapping[str, str], warn: Warn) -> None:
-        super().__init__()
-        self.target = target
-        self.env = dict(env)
-        self.warn = warn
-        self.api = api
+    def _start(self) -> None:
         self.mr: MergeRequest | None = None
         self.refs: DiffRefs | None = None
         """The diff version the inline comments are anchored on."""
