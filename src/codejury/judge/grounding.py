@@ -44,6 +44,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, NativeOutput
@@ -61,7 +62,9 @@ from codejury.models.pricing import usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.models.selection import ReviewModels, choose_model, is_weak_spec
 from codejury.resilience import AgentWatch
-from codejury.runstate import ReviewRun
+
+if TYPE_CHECKING:  # the run is only read here: the stages above pass it in
+    from codejury.runstate import ReviewRun
 
 FAILED = "failed verification"
 DUPLICATE = "duplicate"
