@@ -1,7 +1,7 @@
-"""review(): source → filter → tier → workspace → reviewers → judge → verdict → publish → record.
+"""review(): source → filter → tier → workspace → reviewers → evidence → judge → verdict → publish → record.
 
-This is the one place where the stages are called in order; each stage is a function of the
-module that owns it, and what the stages share travels in one frozen ``ReviewRun``. Every entry
+This is the one place where the stages are called in order; each stage is a function of the run in
+``codejury.stages``, and what the stages share travels in one frozen ``ReviewRun``. Every entry
 point (the CLI, ``codejury eval``, a review service's workers) reaches ``review`` through the
 composition root, ``codejury.session``: they differ only in the change they load, and the
 publishers (stdout, a file, a merge request) and recorders they pass (docs/architecture.md).

@@ -2,10 +2,11 @@
 
 ``codejury review`` (a local change, or ``--url`` / ``--publish`` on a forge), the review
 service's workers and chat jobs, ``/codejury ask`` and ``codejury eval`` (each case with the flags
-of ``codejury review``, in the eval's process) all come here. The caller loads its ``Plugins``
-once and says what to review (``ReviewFlags``); this module loads the settings once, opens the
-event log, tracing, the recorders, the publishers and the forge, runs ``pipeline.review()``, and
-closes them all however the review ends. Nothing else assembles a review (docs/architecture.md draws the layers).
+of ``codejury review``, in the eval's process) all come here, each process through one ``Session``:
+its plugins loaded once, its models cached and closed by it. The caller says what to review
+(``ReviewFlags``); for each review the session loads the settings once, opens the event log,
+tracing, the recorders, the publishers and the forge, runs ``pipeline.review()``, and closes them
+all however the review ends. Nothing else calls the pipeline (docs/architecture.md draws the layers).
 """
 
 from __future__ import annotations
