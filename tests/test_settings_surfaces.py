@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pytest
 import yaml
 from pydantic import BaseModel
 
@@ -130,3 +131,17 @@ def test_review_serve_worker_and_eval_declare_the_shared_options_once() -> None:
                 theirs.multiple,
                 theirs.default,
             ), f"codejury {command} {mine.opts[0]}"
+
+
+def test_the_service_store_reads_record_url_from_its_variable_or_the_kept_short_name(tmp_path: Path) -> None:
+    from codejury.errors import ConfigError
+    from codejury.service.commands import ServiceOptions, _store_and_queue_targets
+
+    long, short = f"sqlite:///{tmp_path / 'long.db'}", f"sqlite:///{tmp_path / 'short.db'}"
+    both = ServiceOptions(env={"CODEJURY_RECORD__URL": long, "CODEJURY_RECORD_URL": short})
+    assert _store_and_queue_targets(both)[0].path == tmp_path / "long.db"  # the long name wins, as in a review
+    only_short = ServiceOptions(env={"CODEJURY_RECORD_URL": short})
+    assert _store_and_queue_targets(only_short)[0].path == tmp_path / "short.db"
+    service = ServiceOptions(env={"CODEJURY_RECORD__URL": "https://reviews.example.com"})
+    with pytest.raises(ConfigError, match="^CODEJURY_RECORD__URL names a review service"):
+        _store_and_queue_targets(service)

@@ -3,8 +3,8 @@
 ``serve`` with no ``--database`` is the embedded default: one process, the store and the job
 queue in one SQLite file, reviews run by ``--concurrency`` tasks of that process. With
 ``--database postgresql://…`` the jobs go to Procrastinate in that database, the store is that
-database too (unless ``CODEJURY_RECORD_URL`` names another), and ``codejury worker`` processes,
-on any machine that reaches the database, run the reviews.
+database too (unless ``CODEJURY_RECORD__URL``, or its short name ``CODEJURY_RECORD_URL``, names
+another), and ``codejury worker`` processes, on any machine that reaches the database, run the reviews.
 
 ``build_service`` assembles the app for both the command and the tests. Both commands log through
 ``codejury.service.logs.ServiceLog`` (``--log-format text|json``); ``serve`` serves its metrics on
@@ -71,15 +71,20 @@ class ServiceOptions:
 
 def _store_and_queue_targets(opts: ServiceOptions) -> tuple[Any, Any]:
     """The store's target and the target of the service's own tables (deliveries, local jobs)."""
+    from codejury.config import ENV_ALIASES
+    from codejury.config_schema import env_name
     from codejury.record.target import parse_record_url
 
-    configured = opts.env.get("CODEJURY_RECORD_URL", "").strip()
+    # record.url's variable, or its kept short name (the long one wins, as for a review's settings)
+    names = [env_name("record.url"), *(name for name, key in ENV_ALIASES.items() if key == "record.url")]
+    variable = next((name for name in names if opts.env.get(name, "").strip()), names[-1])
+    configured = opts.env.get(variable, "").strip()
     try:
         target = parse_record_url(configured or (opts.database if opts.database else None))
     except ValueError as exc:
-        raise ConfigError(f"CODEJURY_RECORD_URL: expected {exc}") from exc
+        raise ConfigError(f"{variable}: expected {exc}") from exc
     if target.kind == "service":
-        raise ConfigError("CODEJURY_RECORD_URL names a review service: the service itself needs a database store")
+        raise ConfigError(f"{variable} names a review service: the service itself needs a database store")
     if opts.database:
         db = parse_record_url(opts.database)
         if db.kind != "postgresql":
