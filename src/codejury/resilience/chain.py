@@ -23,6 +23,7 @@ providers (``build_chain``), so the first model's message preparation fits every
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -185,16 +186,9 @@ class ResilientModel(HookedModel):
 
     def watched(self, watch: AgentWatch) -> ResilientModel:
         """This chain for one agent run: same models and breakers, the run's own deadline and heartbeat."""
-        return ResilientModel(
-            self.chain,
-            board=self.board,
-            settings=self.resilience,
-            clock=self._clock,
-            sleep=self._sleep,
-            on_event=self._on_event,
-            watch=watch,
-            routing=self.routing,
-        )
+        run = copy.copy(self)
+        run.watch = watch
+        return run
 
     def __repr__(self) -> str:
         return f"ResilientModel({', '.join(m.spec for m in self.chain)})"
