@@ -44,8 +44,9 @@ async def run_review(
     break_glass: bool = False,
     plugins: Sequence[str] = (),
     warnings: list[str] | None = None,
+    walkthroughs: Mapping[str, Sequence[Step]] | None = None,
 ) -> tuple[Review | Plan, ScriptedResolver, EventLog]:
-    resolver = ScriptedResolver(scripts, tools=tools)
+    resolver = ScriptedResolver(scripts, tools=tools, walkthroughs=walkthroughs)
     warnings = [] if warnings is None else warnings
     with EventLog(None, run_id="test") as events:
         opts = ReviewOptions(

@@ -57,7 +57,10 @@ async def test_reviewer_reads_the_change_through_tools_and_its_critical_finding_
     assert should_fail(review, "requested_changes")
     sec = next(r for r in review.reviewers if r.name == "security")
     assert sec.input_tokens > 0 and sec.output_tokens > 0 and sec.requests == 5
-    assert review.usage.input_tokens == sum(r.input_tokens for r in [*review.reviewers, review.coordinator])
+    walkthrough = review.walkthrough.usage if review.walkthrough is not None else None  # written beside the panel
+    assert review.usage.input_tokens == sum(
+        r.input_tokens for r in [*review.reviewers, review.coordinator, walkthrough] if r is not None
+    )
 
 
 async def test_invalid_output_gets_one_repair_attempt(tmp_path: Path) -> None:

@@ -217,6 +217,36 @@ class SuspectedInjection(BaseModel):
     """A short excerpt on one line, invisible characters written as ``<U+XXXX>``, secrets scrubbed."""
 
 
+class WalkthroughFile(BaseModel):
+    """One changed file in the walkthrough, with one line on what its change does."""
+
+    path: str
+    line: str
+
+
+class WalkthroughGroup(BaseModel):
+    """Changed files that serve one purpose."""
+
+    purpose: str
+    files: list[WalkthroughFile] = Field(default_factory=list)
+
+
+class Walkthrough(BaseModel):
+    """What the change does and why, its files grouped by purpose, and a Mermaid diagram of a new or rerouted
+    flow between components. Every statement was checked against the diff: one naming a file the change does not
+    touch, or a name the diff does not show, was left out (``unsupported`` counts them)."""
+
+    summary: str
+    groups: list[WalkthroughGroup] = Field(default_factory=list)
+    diagram: str | None = None
+    """Mermaid source (``sequenceDiagram`` or ``flowchart``), or None when the change reroutes no flow."""
+    model: str = ""
+    unsupported: int = 0
+    """Statements of the model's draft left out because the diff does not support them."""
+    usage: Usage = Field(default_factory=Usage)
+    """What writing it cost (in the review's usage too)."""
+
+
 class Remembered(BaseModel):
     """A finding whose rule and code match one a person with write access dismissed before in the same repository
     (``codejury.memory``): not published as new, or, for a security finding an analyzer backs, published anyway."""
@@ -274,6 +304,8 @@ class Review(BaseModel):
     remembered: list[Remembered] = Field(default_factory=list)
     """Findings that match a dismissal in this repository (``[memory]``): the suppressed ones are not published
     and not counted toward the verdict; all are in the JSON and the store."""
+    walkthrough: Walkthrough | None = None
+    """The change explained (``describe``); None when none was written, and a note says why."""
 
 
 class PlannedReviewer(BaseModel):

@@ -48,6 +48,7 @@ from codejury.stages.publish import publish_failure_stage, publish_stage
 from codejury.stages.record import record_stage
 from codejury.stages.tier import tier_stage
 from codejury.stages.verdict import not_reviewed_stage, refused_stage, verdict_stage
+from codejury.stages.walkthrough import beside_the_panel, walkthrough_started, with_walkthrough
 from codejury.stages.workspace import workspace_stage
 from codejury.telemetry.tracing import span, traced, traced_review
 
@@ -140,27 +141,37 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
                 return await naive_stage(run, models)
             _say_discussion(run)
             tests = _tests(run)  # --tests: the failing tests, matched to the changed functions
-            with workspace_stage(run, _context_text(run, tests), on_tool_result=screen.tool_result) as ctx:
-                panel = await traced("reviewers", run_panel(run, ctx, models))
-                evidence = await traced("evidence", evidence_stage(run))
-                if panel.failure is not None and not evidence.evidence:
-                    raise ReviewFailed(panel.failure)  # nothing deterministic to publish: the failure note
-                if panel.failure is not None:
-                    run.withhold(panel.failure)  # the analyzers' hits alone: partial, never an approval
-                    judgement = evidence_judgement(run, models, panel, evidence.evidence)
-                else:
-                    judgement = await traced("judge", judge_stage(run, ctx, models, panel, evidence.evidence, tests))
+            # The change explained: beside the reviewers, or after the judge on a model serving one request at a time.
+            walking = walkthrough_started(run, models) if beside_the_panel(run, models) else None
+            try:
+                with workspace_stage(run, _context_text(run, tests), on_tool_result=screen.tool_result) as ctx:
+                    panel = await traced("reviewers", run_panel(run, ctx, models))
+                    evidence = await traced("evidence", evidence_stage(run))
+                    if panel.failure is not None and not evidence.evidence:
+                        raise ReviewFailed(panel.failure)  # nothing deterministic to publish: the failure note
+                    if panel.failure is not None:
+                        run.withhold(panel.failure)  # the analyzers' hits alone: partial, never an approval
+                        judgement = evidence_judgement(run, models, panel, evidence.evidence)
+                    else:
+                        judged = judge_stage(run, ctx, models, panel, evidence.evidence, tests)
+                        judgement = await traced("judge", judged)
+                written = await (walking or walkthrough_started(run, models))
+            finally:
+                if walking is not None:
+                    walking.cancel()  # the review failed first: nobody reads the walkthrough
     judgement, remembered = await traced("memory", memory_stage(run, judgement))  # writers' earlier dismissals
     notes = [*_left_out(run, known), *run.config.instruction_notes, *evidence.skipped, *evidence.failed]
     notes += routing_notes  # a re-read of the routing document that failed: the last good one was used
     notes += [unpriced] if unpriced is not None else []
     notes += context_notes(run.events.events)  # prompts past half a model's context window
+    notes += [written.note] if written.note is not None else []
     stopped = models.budget.reason() if models.budget is not None else None
     with span("verdict"):
         # Every format names the failing tests, apart from what the review could not do.
         review = verdict_stage(
             run, panel, judgement, notes=notes, stopped=stopped, tests=None if tests is None else tests.note()
         )
+    review = with_walkthrough(review, written)
     review = review.model_copy(update={"remembered": remembered})  # the findings that match earlier dismissals
     if panel.failure is not None:
         partial = "the analyzers' hits are published as a partial review, never an approval"

@@ -126,7 +126,9 @@ def test_a_file_read_through_a_tool_reaches_the_next_request_scrubbed(
     first, after_read = server.requests_for("sec")[:2]
     tool_results = [m for m in after_read.body["messages"] if m["role"] == "tool"]
     assert tool_results and f"DEPLOY_TOKEN={REDACTED}" in tool_results[0]["content"]
-    for request in server.requests:
+    walkthroughs = server.walkthrough_requests
+    assert walkthroughs  # the walkthrough reads the patches: its requests are scrubbed too
+    for request in [*server.requests, *walkthroughs]:
         assert_clean(json.dumps(request.body), f"the request to {request.model}")
         assert request.headers["authorization"] == f"Bearer {PROVIDER_KEY}"  # the key still authenticates
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codejury.change.types import FileChange
-from codejury.findings import Finding, Review, ReviewerReport
+from codejury.findings import Finding, Review, ReviewerReport, Walkthrough
 from codejury.forges.markers import SummaryState, summary_marker, with_marker
 from codejury.forges.plan import PlanOptions, PreviousState, PreviousThread, PublishPlan
 from codejury.forges.safety import checked, inline_code, safe_code, safe_line, safe_text
@@ -32,7 +32,7 @@ from codejury.render import (
     remembered_note,
     remembered_places,
 )
-from codejury.render.markdown import VERDICT_HEADLINES
+from codejury.render.markdown import VERDICT_HEADLINES, walkthrough_lines
 
 
 def _link(finding: Finding, options: PlanOptions) -> str:
@@ -80,6 +80,7 @@ def summary_body(
     summary = safe_text(review.summary).strip()
     if summary:
         lines += [summary, ""]
+    lines += walkthrough_section(review.walkthrough)
     if review.break_glass:
         who = ", ".join(safe_line(w) for w in options.break_glass_by) or "the --break-glass flag"
         lines += [f"**Break glass** invoked by {who}: approval is forced; the findings below still stand.", ""]
@@ -159,6 +160,16 @@ def summary_body(
     )
     marker = summary_marker(plan.state.head_sha, plan.state.findings, plan.state.verdict)
     return checked(with_marker(marker, "\n".join(lines) + "\n"))
+
+
+def walkthrough_section(walkthrough: Walkthrough | None) -> list[str]:
+    """The walkthrough in the summary comment: rewritten with it on each push, so there is only ever one."""
+    return walkthrough_lines(walkthrough, text=safe_line, cell=_cell, code=inline_code, fence=safe_code)
+
+
+def _cell(text: str) -> str:
+    """Untrusted text in a table cell: one safe line whose ``|`` cannot split the row."""
+    return safe_line(text).replace("|", "\\|")
 
 
 def grounds_line(finding: Finding) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, get_args
 
-from codejury.findings import Finding, Plan, Remembered, Review, ReviewerReport, Usage, Verdict
+from codejury.findings import Finding, Plan, Remembered, Review, ReviewerReport, Usage, Verdict, Walkthrough
 from codejury.render import finding_grounds
 
 _USAGE_KEYS = (
@@ -90,6 +90,7 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "below_threshold": [{**_finding(f), "below_threshold": True} for f in review.below_threshold],
         "suspected_injections": [i.model_dump() for i in review.suspected_injections],
         "remembered": [_remembered(r) for r in review.remembered],
+        **({"walkthrough": _walkthrough(review.walkthrough)} if review.walkthrough is not None else {}),
     }
 
 
@@ -101,6 +102,17 @@ def _remembered(r: Remembered) -> dict[str, Any]:
         "how": r.how,
         "dismissed_at": r.dismissed_at,
         "suppressed": r.suppressed,
+    }
+
+
+def _walkthrough(w: Walkthrough) -> dict[str, Any]:
+    return {
+        "summary": w.summary,
+        "groups": [{"purpose": g.purpose, "files": [f.model_dump() for f in g.files]} for g in w.groups],
+        "diagram": w.diagram,
+        "model": w.model,
+        "unsupported": w.unsupported,
+        "usage": _usage(w.usage),
     }
 
 
@@ -204,6 +216,21 @@ _REMEMBERED_SCHEMA = _object(
 )
 _INJECTION_SCHEMA = _object({"source": _STR, "place": _STR, "rule": _STR, "excerpt": _STR})
 _SKIPPED_SCHEMA = _object({"path": _STR, "reason": _STR})
+_WALKTHROUGH_SCHEMA = _object(
+    {
+        "summary": _STR,
+        "groups": {
+            "type": "array",
+            "items": _object(
+                {"purpose": _STR, "files": {"type": "array", "items": _object({"path": _STR, "line": _STR})}}
+            ),
+        },
+        "diagram": {"anyOf": [{"type": "null"}, _STR]},
+        "model": _STR,
+        "unsupported": _NON_NEG_INT,
+        "usage": _USAGE_SCHEMA,
+    }
+)
 
 REVIEW_JSON_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -231,7 +258,9 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "below_threshold": {"type": "array", "items": _BELOW_THRESHOLD_SCHEMA},
             "suspected_injections": {"type": "array", "items": _INJECTION_SCHEMA},
             "remembered": {"type": "array", "items": _REMEMBERED_SCHEMA},
-        }
+            "walkthrough": _WALKTHROUGH_SCHEMA,
+        },
+        optional=("walkthrough",),
     ),
 }
 

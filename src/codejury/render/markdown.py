@@ -8,8 +8,9 @@ than any backtick run it contains, so a model cannot close them early.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from codejury.findings import Finding, Plan, Review, ReviewerReport, SkippedFile, Verdict
+from codejury.findings import Finding, Plan, Review, ReviewerReport, SkippedFile, Verdict, Walkthrough
 from codejury.render import (
     SEVERITY_LABELS,
     clean_text,
@@ -106,7 +107,41 @@ def _usage_table(review: Review) -> list[str]:
             f"| {_cell(r.name)} | {_cell(r.model)} | {r.status} | {_cell(format_tokens(r.usage()))} "
             f"| {format_cost(r.cost_usd)} | {format_duration(r.duration_s)} |"
         )
+    if (w := review.walkthrough) is not None:
+        lines.append(
+            f"| walkthrough | {_cell(w.model)} | ok | {_cell(format_tokens(w.usage))} "
+            f"| {format_cost(w.usage.cost_usd)} | {format_duration(w.usage.duration_s)} |"
+        )
     return [*lines, "", "</details>", ""]
+
+
+def walkthrough_lines(
+    walkthrough: Walkthrough | None,
+    *,
+    text: Callable[[str], str] | None = None,
+    cell: Callable[[str], str] | None = None,
+    code: Callable[[str], str] = code_span,
+    fence: Callable[[str, str], str] = fenced,
+) -> list[str]:
+    """The walkthrough: its summary, the changed files by purpose and its diagram (a ``mermaid`` fence).
+
+    ``text``, ``cell``, ``code`` and ``fence`` make its model-written text safe where it goes (``--format
+    markdown`` by default; the forge's summary comment passes the publishing checks' own)."""
+    if walkthrough is None:
+        return []
+    text = text or (lambda t: one_line(clean_text(t)))
+    cell = cell or (lambda t: _cell(clean_text(t)))
+    lines = ["### Walkthrough", "", text(walkthrough.summary), ""]
+    if walkthrough.groups:
+        lines += ["| Purpose | File | Change |", "|---|---|---|"]
+        for group in walkthrough.groups:
+            for i, file in enumerate(group.files):
+                purpose = cell(group.purpose) if i == 0 else ""
+                lines.append(f"| {purpose} | {code(file.path)} | {cell(file.line)} |")
+        lines.append("")
+    if walkthrough.diagram:
+        lines += [fence(walkthrough.diagram, "mermaid"), ""]
+    return lines
 
 
 def render_review_markdown(review: Review) -> str:
@@ -118,6 +153,7 @@ def render_review_markdown(review: Review) -> str:
         lines += [summary, ""]
     if review.break_glass:
         lines += ["> **Break glass:** a human override forced approval; the findings below still stand.", ""]
+    lines += walkthrough_lines(review.walkthrough)
     if not review.judged:
         lines += [
             "> **Unjudged:** the coordinator could not run, so these findings are shown as the reviewers "

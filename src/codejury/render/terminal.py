@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from codejury.findings import Finding, Plan, Review, ReviewerReport, Verdict
+from codejury.findings import Finding, Plan, Review, ReviewerReport, Verdict, Walkthrough
 from codejury.render import (
     SEVERITY_LABELS,
     clean_text,
@@ -80,6 +80,18 @@ def _usage_table(reports: list[ReviewerReport]) -> Table:
     return table
 
 
+def render_walkthrough_terminal(walkthrough: Walkthrough, console: Console) -> None:
+    """The walkthrough: its summary, the changed files by purpose, and its diagram's Mermaid source."""
+    console.rule(Text("Walkthrough", style="bold"), align="left")
+    console.print(Text(one_line(clean_text(walkthrough.summary))))
+    for group in walkthrough.groups:
+        console.print(Text(one_line(clean_text(group.purpose)), style="bold"))
+        for file in group.files:
+            console.print(Text.assemble("  ", (one_line(file.path), "cyan"), ": ", one_line(clean_text(file.line))))
+    if walkthrough.diagram:
+        console.print(Text(clean_text(walkthrough.diagram), style="dim"))
+
+
 def render_review_terminal(review: Review, console: Console) -> None:
     """Print the review: a verdict panel, findings by section, caveats and usage."""
     verdict = VERDICT_HEADLINES.get(review.verdict, review.verdict)
@@ -113,6 +125,8 @@ def render_review_terminal(review: Review, console: Console) -> None:
             )
         )
     console.print(Panel(Group(*header), title=f"codejury review · tier {review.tier}", title_align="left"))
+    if review.walkthrough is not None:
+        render_walkthrough_terminal(review.walkthrough, console)
     if not review.findings and not unreviewed:
         console.print("No findings.")
     for title, findings in group_by_section(review.findings):

@@ -107,7 +107,7 @@ class LastRunMetrics:
             self.tier.labels(tier).set(1 if tier == review.tier else 0)
         reports = [*review.reviewers, *([review.coordinator] if review.coordinator is not None else [])]
         for kind in TOKEN_KINDS:
-            self.tokens.labels(kind).set(sum(max(0, getattr(report, f"{kind}_tokens")) for report in reports))
+            self.tokens.labels(kind).set(max(0, getattr(review.usage, f"{kind}_tokens")))  # the walkthrough's too
         self.failed_agents.set(sum(1 for report in reports if report.status == "failed"))
         self.break_glass.set(1 if review.break_glass else 0)
 

@@ -118,6 +118,8 @@ class FakeProviderServer(LoopbackServer):
         self._served: list[tuple[RecordedRequest, Reply | None]] = []
         self._embeddings: dict[str, EmbeddingsModel] = {}
         self._rerankers: dict[str, RerankModel] = {}
+        self._walkthroughs: list[Reply] = []
+        self._walkthrough_requests: list[RecordedRequest] = []
         # ``stopping`` is set by stop(): hangs and drips wait on it, so no handler outlives the server for long.
         super().__init__(_make_handler(self))
 
@@ -171,9 +173,22 @@ class FakeProviderServer(LoopbackServer):
         with self._lock:
             self._by_request[n] = reply
 
+    def script_walkthrough(self, replies: list[Reply]) -> None:
+        """Replies to a review's walkthrough requests, in order (the last repeats), whatever their model."""
+        if not replies:
+            raise ValueError("script_walkthrough needs at least one reply")
+        with self._lock:
+            self._walkthroughs = list(replies)
+
+    @property
+    def walkthrough_requests(self) -> list[RecordedRequest]:
+        """The walkthrough requests received (kept apart from ``requests``), oldest first."""
+        with self._lock:
+            return list(self._walkthrough_requests)
+
     @property
     def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, oldest first."""
+        """Every request received so far but the walkthroughs' (``walkthrough_requests``), oldest first."""
         with self._lock:
             return list(self._requests)
 
@@ -222,6 +237,8 @@ class FakeProviderServer(LoopbackServer):
             return replace(Wire.json(status, body), hang_s=wait)
         if request.vendor is None:
             return Wire.json(404, {"error": {"message": f"no route for {request.path}", "type": "not_found"}})
+        if (walkthrough := _walkthrough_output(request.body)) is not None:
+            return self._walkthrough(request, walkthrough)
         reply = self._next_reply(request.model)
         with self._lock:
             self._served.append((request, reply))
@@ -230,6 +247,42 @@ class FakeProviderServer(LoopbackServer):
             missing = ErrorReply(500, message=f"no scripted reply for model {request.model!r}")
             return render(missing, request.model or "", stream=False)
         return render(reply, request.model or "", stream=request.stream)
+
+    def _walkthrough(self, request: RecordedRequest, as_tool: bool) -> Wire:
+        """A review's walkthrough request: answered from ``script_walkthrough``, or with an empty draft, so the
+        model scripts of a test serve its reviewers and coordinator alone."""
+        from codejury.agents.walkthrough import OUTPUT_NAME
+
+        with self._lock:
+            self._requests.remove(request)
+            self._walkthrough_requests.append(request)
+            index = len(self._walkthrough_requests) - 1
+            scripted = self._walkthroughs[min(index, len(self._walkthroughs) - 1)] if self._walkthroughs else None
+        empty = {"summary": "", "groups": [], "diagram": ""}
+        reply = scripted or (ToolCallReply([(OUTPUT_NAME, empty)]) if as_tool else TextReply(json.dumps(empty)))
+        render = render_openai if request.vendor == "openai" else render_anthropic
+        return render(reply, request.model or "", stream=request.stream)
+
+
+def _walkthrough_output(body: Any) -> bool | None:
+    """Whether a model request asks for a review's walkthrough: True as a tool call, False as JSON text (a
+    schema-constrained answer), None when it is another request."""
+    from codejury.agents.walkthrough import OUTPUT_NAME
+
+    if not isinstance(body, dict):
+        return None
+    for tool in body.get("tools") or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if isinstance(function, dict) and function.get("name") == OUTPUT_NAME:
+            return True
+    schema = (
+        (body.get("response_format") or {}).get("json_schema")
+        if isinstance(body.get("response_format"), dict)
+        else None
+    )
+    if isinstance(schema, dict) and schema.get("name") == OUTPUT_NAME:
+        return False
+    return None
 
 
 def _route(method: str, path: str) -> Vendor | None:

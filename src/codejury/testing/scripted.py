@@ -101,6 +101,11 @@ class ScriptedModel:
     tools_offered: list[list[str]] = field(default_factory=list)
     """The names of the tools the agent offered, per request."""
     calls: int = 0
+    walkthrough: Sequence[Step] = (Raw({"summary": "", "groups": [], "diagram": ""}),)
+    """The answers to walkthrough requests (``write_walkthrough``), played in order apart from ``steps``, so a
+    review's walkthrough never takes a reviewer's step; by default an empty draft (the checked walkthrough
+    then lists the files with their line counts)."""
+    walkthrough_prompts: list[str] = field(default_factory=list)
 
     def _messages_text(self, messages: list[ModelMessage], info: AgentInfo) -> str:
         parts: list[str] = [info.instructions or ""]
@@ -118,6 +123,10 @@ class ScriptedModel:
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         text = self._messages_text(messages, info)
+        if _asks_walkthrough(info):
+            step = self.walkthrough[min(len(self.walkthrough_prompts), len(self.walkthrough) - 1)]
+            self.walkthrough_prompts.append(text)
+            return await self._play(step, info, text)
         self.prompts.append(text)
         self.tools_offered.append(sorted(t.name for t in info.function_tools))
         last = messages[-1]
@@ -126,6 +135,9 @@ class ScriptedModel:
                 self.tool_results.append(str(getattr(p, "content", "")))
         step = self.steps[min(self.calls, len(self.steps) - 1)]
         self.calls += 1
+        return await self._play(step, info, text)
+
+    async def _play(self, step: Step, info: AgentInfo, text: str) -> ModelResponse:
         while isinstance(step, Sleep):
             await asyncio.sleep(step.seconds)
             step = step.then
@@ -153,8 +165,16 @@ class ScriptedResolver:
     third-party model plugin, so a review resolves its models exactly as it would a real one.
     """
 
-    def __init__(self, scripts: Mapping[str, Sequence[Step]], *, tools: bool = True) -> None:
+    def __init__(
+        self,
+        scripts: Mapping[str, Sequence[Step]],
+        *,
+        tools: bool = True,
+        walkthroughs: Mapping[str, Sequence[Step]] | None = None,
+    ) -> None:
         self.models = {name: ScriptedModel(list(steps)) for name, steps in scripts.items()}
+        for name, steps in (walkthroughs or {}).items():
+            self.models.setdefault(name, ScriptedModel([Final([])])).walkthrough = list(steps)
         self.tools = tools
         self.resolved: list[str] = []
 
@@ -204,6 +224,15 @@ class ScriptedResolver:
             yield self
         finally:
             _ACTIVE.remove(self)
+
+
+def _asks_walkthrough(info: AgentInfo) -> bool:
+    """Whether the request is a review's walkthrough (its output is named ``write_walkthrough``)."""
+    from codejury.agents.walkthrough import OUTPUT_NAME
+
+    output_object = info.model_request_parameters.output_object
+    named = [t.name for t in info.output_tools] + ([output_object.name] if output_object is not None else [])
+    return OUTPUT_NAME in named
 
 
 SCRIPTED = "scripted"
