@@ -63,16 +63,9 @@ def start_learner(
 ) -> asyncio.Task[None] | None:
     """The service's learning task when ``[memory] learn_every_hours`` is set (in its config file or environment)
     and it has a store; the caller cancels it when the service stops."""
-    from codejury.bounded_io import MAX_CONFIG_BYTES, read_path
-    from codejury.change.types import ChangeSet
-    from codejury.errors import ConfigError
-    from codejury.settings_loader import load_settings
+    from codejury.settings_loader import local_settings
 
-    text = None
-    if config_file is not None:  # the service's own --config file, read as its reviews read it
-        data = read_path(config_file, MAX_CONFIG_BYTES, f"config file {config_file}", ConfigError)
-        text = (str(config_file), data.decode("utf-8", "replace"))
-    memory = load_settings(ChangeSet(files=()), env, config_file_text=text)[0].memory
+    memory = local_settings(Path.cwd(), env, config_file).memory  # the service's own config, as its reviews read it
     if store is None or memory.learn_every_hours is None or not memory.enabled:
         return None
     every = timedelta(hours=memory.learn_every_hours)
