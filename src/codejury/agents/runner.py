@@ -233,7 +233,7 @@ async def _run(
             return shared
 
         tools.append(Tool(read_change_context))
-        agent: Agent[None, OutputT] = Agent(
+        agent: Agent[None, Any] = Agent(
             name=name,  # the reviewer's name on its trace spans (gen_ai.agent.name)
             output_type=output_type,
             instructions=prompts.static_prompt(ctx.shared_rules, ctx.sections, task_prompt),
@@ -259,23 +259,12 @@ async def _run(
             room = budget - len(static) - len(change)
             related = await asyncio.to_thread(ctx.repo.related_section, ctx.files, ctx.related_code_tokens, room)
         inline_type: type[BaseModel] = NotedReviewerOutput if noted else output_type
-        inline_agent: Agent[None, BaseModel] = Agent(
-            name=name, output_type=NativeOutput(inline_type), system_prompt=static, retries=1
-        )
+        agent = Agent(name=name, output_type=NativeOutput(inline_type), system_prompt=static, retries=1)
         if focus_first:
             task = "\n" + prompts.inline_answer(noted=noted) + "\n"
         else:
             task = prompts.inline_task(task_prompt, noted=noted)
         user = change + related + task + extra_user_text
-        inline = await inline_agent.run(
-            user,
-            model=model.model,
-            usage_limits=usage_limits,
-            model_settings=settings,
-            usage=run_usage,
-        )
-        out = inline.output
-        return out.to_output() if isinstance(out, NotedReviewerOutput) else out  # type: ignore[return-value]
     result = await agent.run(
         user,
         model=model.model,
@@ -283,4 +272,5 @@ async def _run(
         model_settings=settings,
         usage=run_usage,
     )
-    return result.output
+    out = result.output
+    return out.to_output() if isinstance(out, NotedReviewerOutput) else out  # type: ignore[return-value]
