@@ -19,8 +19,8 @@ from codejury.errors import InputError
 MAX_DATASET_BYTES = 64 * 1024 * 1024
 
 
-class ExpectedComment(BaseModel):
-    """A review comment an engineer wrote on the change (new-side lines)."""
+class _Place(BaseModel):
+    """New-side lines of a file of the change, with a note."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -28,6 +28,11 @@ class ExpectedComment(BaseModel):
     start_line: int = Field(ge=1)
     end_line: int = Field(ge=1)
     note: str = ""
+
+
+class ExpectedComment(_Place):
+    """A review comment an engineer wrote on the change (new-side lines)."""
+
     category: str = "uncategorised"
     context: str | None = None
 
@@ -38,15 +43,8 @@ class ExpectedComment(BaseModel):
         return self
 
 
-class KnownFalsePositive(BaseModel):
+class KnownFalsePositive(_Place):
     """A place where a finding is known to be wrong."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    path: str = Field(min_length=1)
-    start_line: int = Field(ge=1)
-    end_line: int = Field(ge=1)
-    note: str = ""
 
 
 class EvalCase(BaseModel):
