@@ -9,7 +9,7 @@ learned applies until a person merges it (``codejury.memory.learn``). Only click
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,55 +54,53 @@ from codejury.stats_command import exit_on_error, open_reader, store_option
     "that writes the rules file, instead of writing it here; the forge must be the configured one.",
 )
 @store_option
-def learn_command(
-    repository: str | None,
-    since: str | None,
-    min_changes: int,
-    output: Path | None,
-    propose: str | None,
-    store: str | None,
-) -> None:
+def learn_command(**options: Any) -> None:
     """Propose rules for .codejury/rules/learned.md from what the team dismissed or fixed, with counts and links."""
-    line = exit_on_error(lambda: _one_line(_learn, repository, since, min_changes, output, propose, store))
+    line = exit_on_error(lambda: _one_line(LearnOptions(**options), dict(os.environ)))
     click.echo(line)
 
 
-def _one_line(learn: Callable[..., str], *args: Any) -> str:
-    """``learn(*args, environment)``; an error's message on one line (a forge's own words may span several)."""
+@dataclass(frozen=True)
+class LearnOptions:
+    """``codejury learn``'s flags."""
+
+    repository: str | None
+    since: str | None
+    min_changes: int
+    output: Path | None
+    propose: str | None
+    store: str | None
+
+
+def _one_line(opts: LearnOptions, env: dict[str, str]) -> str:
+    """``_learn``, with an error's message on one line (a forge's own words may span several)."""
     from codejury.errors import CodejuryError
 
     try:
-        return learn(*args, dict(os.environ))
+        return _learn(opts, env)
     except CodejuryError as exc:
         exc.args = (" ".join(str(exc).split()), *exc.args[1:])
         raise
 
 
-def _learn(
-    repository: str | None,
-    since: str | None,
-    min_changes: int,
-    output: Path | None,
-    propose: str | None,
-    store: str | None,
-    env: dict[str, str],
-) -> str:
+def _learn(opts: LearnOptions, env: dict[str, str]) -> str:
     from codejury.errors import InputError
     from codejury.memory.learn import LEARNED_PATH, learn_from
     from codejury.record.stats import parse_since
     from codejury.stats_command import configured_settings
 
+    propose, since, min_changes = opts.propose, opts.since, opts.min_changes
     project_url = propose.strip().rstrip("/") if propose else None
     if project_url is not None and urlsplit(project_url).scheme not in ("http", "https"):
         raise InputError(f"--propose expects the project's URL, https://HOST/GROUP/PROJECT (got {propose!r})")
-    repository = repository or (project_url.split("://", 1)[1] if project_url else None)
+    repository = opts.repository or (project_url.split("://", 1)[1] if project_url else None)
     if not repository:
         raise InputError("which repository? --repo REPOSITORY (as recorded: host/group/name) or --propose PROJECT_URL")
     settings = configured_settings(env, Path.cwd())
     bound = parse_since(since) if since else None
     start = bound or datetime.now(UTC).replace(tzinfo=None) - timedelta(days=settings.memory.max_age_days)
     web_base = project_url or f"https://{repository}"
-    reader = open_reader(store, env, on_service="run codejury learn where its store can be read")
+    reader = open_reader(opts.store, env, on_service="run codejury learn where its store can be read")
     try:
         with reader.connect() as conn:
             text, rules = learn_from(conn, repository, start, web_base=web_base, min_changes=min_changes)
@@ -117,7 +115,7 @@ def _learn(
         import asyncio
 
         return asyncio.run(_propose(project_url, text, rules, env))
-    path = output or Path(LEARNED_PATH)
+    path = opts.output or Path(LEARNED_PATH)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
