@@ -97,8 +97,12 @@ def _learn(opts: LearnOptions, env: dict[str, str]) -> str:
     if not repository:
         raise InputError("which repository? --repo REPOSITORY (as recorded: host/group/name) or --propose PROJECT_URL")
     settings = configured_settings(env, Path.cwd())
-    bound = parse_since(since) if since else None
-    start = bound or datetime.now(UTC).replace(tzinfo=None) - timedelta(days=settings.memory.max_age_days)
+    bound = parse_since(since) if since else None  # "all": None
+    start = bound or (
+        datetime(1970, 1, 1)
+        if since
+        else datetime.now(UTC).replace(tzinfo=None) - timedelta(days=settings.memory.max_age_days)
+    )
     web_base = project_url or f"https://{repository}"
     reader = open_reader(opts.store, env, on_service="run codejury learn where its store can be read")
     try:

@@ -100,3 +100,15 @@ def test_learn_proposes_a_pull_request_on_github_over_the_rules_already_there(
         text = (gh.branch_files(branch) or {})[LEARNED]
         assert f"[#2]({project}/pull/2) by bob: won't fix; [#1]({project}/pull/1) by bob: won't fix" in text
         assert gh.branch_files("main") == {LEARNED: "# Rules we wrote by hand\n"}  # nothing applies unmerged
+
+
+def test_since_reaches_back_past_the_memory_window(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'reviews.sqlite3'}"
+    for change in ("!1", "!2"):
+        remember(store, REPO, change, "generalist:magic number", "shape-a", days_ago=400)
+    out_file = tmp_path / "learned.md"
+    assert learn("--repo", REPO, "--store", store, "--output", str(out_file))[1].startswith("nothing to propose")
+    code, out, _ = learn("--repo", REPO, "--store", store, "--output", str(out_file), "--since", "all")
+    assert (
+        code == 0 and out.startswith("wrote 1 learned rule(s)") and "recorded since 1970-01-01" in out_file.read_text()
+    )

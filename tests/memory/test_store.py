@@ -83,3 +83,17 @@ def test_suppressed_counts_per_rule_and_per_repository(store_url: str) -> None:
         by_repo = {r.key: (r.suppressed, r.published_anyway) for r in suppressed_by_repository(conn)}
         assert by_repo == {REPO: (2, 0), "other": (0, 1)}
     store.close()
+
+
+def test_codejury_stats_shows_the_suppressed_findings_per_rule(store_url: str) -> None:
+    from codejury.record.stats import compute_stats
+    from codejury.record.stats_render import render_stats_markdown
+
+    store = Store(parse_record_url(store_url))
+    held = RememberedRecord(fingerprint="a", rule=RULE, severity="suggestion", path="a.py", title="Magic number")
+    store.write(ReviewRecord(repository=REPO, change_id="!3", tier="lite", verdict="approved", remembered=[held] * 3))
+    with store.connect() as conn:
+        text = render_stats_markdown(compute_stats(conn, store=store.shown))
+    store.close()
+    table = text[text.index("Suppressed by memory, by rule") :]
+    assert f"| {RULE} | 3 | 0 |" in table
