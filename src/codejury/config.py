@@ -22,7 +22,19 @@ from typing import TYPE_CHECKING, Any, Literal, get_origin
 from pydantic import BaseModel
 
 from codejury.config_schema import FAIL_ON_CHOICES as FAIL_ON_CHOICES
-from codejury.config_schema import FileTable, Source, dotted, environment_table, show_value, validate_table
+from codejury.config_schema import (
+    FileTable,
+    LimitsTable,
+    MemoryTable,
+    PriceTable,
+    ProviderTable,
+    RetrievalTable,
+    Source,
+    dotted,
+    environment_table,
+    show_value,
+    validate_table,
+)
 from codejury.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -71,61 +83,16 @@ ENV_ALIASES: dict[str, str] = {
 _DEFAULT = FileTable()
 
 
-@dataclass(frozen=True)
-class ProviderSettings:
-    """A provider declared in config: an OpenAI-compatible gateway or an override."""
-
-    kind: str = "openai-compatible"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    enabled: bool = True
-
-
-@dataclass(frozen=True)
-class PriceSettings:
-    input: float
-    output: float
-    cache_read: float | None = None  # None: the provider's usual fraction of the input price
-    cache_write: float | None = None
-
-
-@dataclass(frozen=True)
-class DailyLimits:
-    """``[limits]``: caps per UTC day, counted in the review store; None: no cap."""
-
-    reviews_per_day: int | None = None
-    reviews_per_day_per_repository: int | None = None
-    spend_per_day_usd: float | None = None
-    spend_per_day_per_repository_usd: float | None = None
-
-    @property
-    def capped(self) -> bool:
-        """Whether any cap is set."""
-        return any(getattr(self, name) is not None for name in self.__dataclass_fields__)
-
-
-@dataclass(frozen=True)
-class MemorySettings:
-    """``[memory]``: dismissed findings remembered per repository (``codejury.memory``)."""
-
-    enabled: bool = True
-    max_age_days: int = 180
-    """A dismissal older than this stops suppressing."""
-    learn_every_hours: int | None = None
-    """A review service runs ``codejury learn --propose`` per repository at this interval; None: never."""
-
-
-@dataclass(frozen=True)
-class RetrievalSettings:
-    """``[retrieval]``: the embeddings model and the reranker of code search; None: not used."""
-
-    embeddings_model: str | None = None
-    rerank_model: str | None = None
-    """``provider:model`` of a /rerank endpoint, or ``reviewer``: each reviewer's own model reranks its searches."""
-    rerank_candidates: int = 30
-    rerank_prompt_tokens: int = 4_000
-    vector_store: str | None = None
-    """A ``postgresql://`` URL whose pgvector tables hold the chunk vectors; None: the local index cache."""
+ProviderSettings = ProviderTable
+"""A provider declared in config (``[providers.NAME]``): the settings model's table, as validated."""
+PriceSettings = PriceTable
+"""What a model costs (``[prices."provider:model"]``); a missing cache price: the provider's usual fraction."""
+DailyLimits = LimitsTable
+"""``[limits]``: caps per UTC day, counted in the review store; None: no cap (``capped``: any is set)."""
+MemorySettings = MemoryTable
+"""``[memory]``: dismissed findings remembered per repository (``codejury.memory``)."""
+RetrievalSettings = RetrievalTable
+"""``[retrieval]``: the embeddings model, the reranker and the vector store of code search; None: not used."""
 
 
 @dataclass(frozen=True)
@@ -192,9 +159,9 @@ class Settings:
     """Where reviews are recorded (``record.url``); None: the default SQLite file."""
     record_prompts: bool = False
     """Traces carry prompts and responses (``record.prompts``); off: names, models, tokens, timings only."""
-    limits: DailyLimits = field(default_factory=DailyLimits)
+    limits: DailyLimits = field(default_factory=lambda: DailyLimits())
     """Daily caps on reviews and spend (``[limits]``)."""
-    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    retrieval: RetrievalSettings = field(default_factory=lambda: RetrievalSettings())
     """Embeddings and reranker of code search (``[retrieval]``)."""
     memory: MemorySettings = field(default_factory=lambda: MemorySettings())
     """Dismissed findings remembered per repository (``[memory]``)."""
@@ -343,13 +310,13 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
         changes["min_confidence"] = {**base.min_confidence, **given_confidence}
     if t.limits.model_fields_set:
         given = {name: getattr(t.limits, name) for name in t.limits.model_fields_set}
-        changes["limits"] = replace(base.limits, **given)
+        changes["limits"] = base.limits.model_copy(update=given)
     if t.memory.model_fields_set:
         given_memory = {name: getattr(t.memory, name) for name in t.memory.model_fields_set}
-        changes["memory"] = replace(base.memory, **given_memory)
+        changes["memory"] = base.memory.model_copy(update=given_memory)
     if t.retrieval.model_fields_set:
         given_retrieval = {name: getattr(t.retrieval, name) for name in t.retrieval.model_fields_set}
-        changes["retrieval"] = replace(base.retrieval, **given_retrieval)
+        changes["retrieval"] = base.retrieval.model_copy(update=given_retrieval)
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
     merged = replace(
         base,
@@ -357,17 +324,8 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
         models=models,
         reviewer_models=reviewer_models,
         disabled_reviewers=frozenset(disabled),
-        providers={
-            **base.providers,
-            **{
-                name: ProviderSettings(kind=p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)
-                for name, p in t.providers.items()
-            },
-        },
-        prices={
-            **base.prices,
-            **{s: PriceSettings(p.input, p.output, p.cache_read, p.cache_write) for s, p in t.prices.items()},
-        },
+        providers={**base.providers, **t.providers},
+        prices={**base.prices, **t.prices},
         failback={**base.failback, **{model: nxt or None for model, nxt in t.failback.items()}},
         plugins={**base.plugins, **t.plugins},
         model_source=model_source if sets_models else base.model_source,

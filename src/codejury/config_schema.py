@@ -224,6 +224,11 @@ class LimitsTable(_Table):
         description="USD a day for one repository; once reached, its reviews are refused.",
     )
 
+    @property
+    def capped(self) -> bool:
+        """Whether any cap is set."""
+        return any(getattr(self, name) is not None for name in type(self).model_fields)
+
 
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), TypeLabel("number from 0 to 1")]
 
