@@ -238,8 +238,8 @@ class GitHubAPI:
         return paths
 
     # -- repository files at one commit (the base side: config and instructions) -------------------
-    async def file_text(self, repo: str, path: str, ref: str) -> str | None:
-        """The text of ``path`` at ``ref``, or None when it is absent there (or is not a file)."""
+    async def _contents(self, repo: str, path: str, ref: str) -> dict[str, Any] | None:
+        """The contents API's answer for ``path`` at ``ref`` (an object), or None when it is absent there."""
         try:
             data = await self._request("GET", f"/repos/{repo}/contents/{quote(path, safe='/')}", params={"ref": ref})
         except GitHubRefused as exc:
@@ -247,7 +247,12 @@ class GitHubAPI:
                 return None
             raise
         item = _decode(data)
-        if not isinstance(item, dict) or item.get("type") != "file":
+        return item if isinstance(item, dict) else None
+
+    async def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """The text of ``path`` at ``ref``, or None when it is absent there (or is not a file)."""
+        item = await self._contents(repo, path, ref)
+        if item is None or item.get("type") != "file":
             return None
         content = item.get("content")
         if item.get("encoding") != "base64" or not isinstance(content, str):
@@ -262,14 +267,8 @@ class GitHubAPI:
 
     async def file_version(self, repo: str, path: str, ref: str) -> tuple[str, str] | None:
         """The text of file ``path`` at ``ref`` and its blob ``sha`` (what a write over it names), None when absent."""
-        try:
-            data = await self._request("GET", f"/repos/{repo}/contents/{quote(path, safe='/')}", params={"ref": ref})
-        except GitHubRefused as exc:
-            if exc.status == 404:
-                return None
-            raise
-        item = _decode(data)
-        content, sha = (item.get("content"), item.get("sha")) if isinstance(item, dict) else (None, None)
+        item = await self._contents(repo, path, ref)
+        content, sha = (item.get("content"), item.get("sha")) if item is not None else (None, None)
         if not isinstance(content, str) or not isinstance(sha, str):
             return None
         return base64.b64decode(content).decode("utf-8", errors="replace"), sha
