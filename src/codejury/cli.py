@@ -29,6 +29,7 @@ import click
 from codejury import __version__
 from codejury.cli_io import OneLineUsage, check_writable, shown_path, visible_text
 from codejury.dashboard.command import dashboard_command
+from codejury.describe_command import describe_command
 from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
 from codejury.eval.command import eval_command
 from codejury.flags import FAIL_ON_CHOICES as FAIL_ON_CHOICES
@@ -165,6 +166,7 @@ def _check_forge_flags(f: ReviewFlags) -> None:
         raise InputError("--dry-run posts nothing: drop --publish")
 
 
+cli.add_command(describe_command)
 cli.add_command(eval_command)
 cli.add_command(stats_command)
 cli.add_command(learn_command)

@@ -30,6 +30,7 @@ exceptions, caught where they are raised, derive from the root and are not drawn
     ├── EmbeddingsError             the embeddings or rerank server failed; BM25 answers (repocontext.embeddings)
     ├── HeadAlreadyReviewed         a push job's head is already reviewed: nothing to do (session)
     ├── ReviewFailed                no reviewer succeeded: a partial review or a failure note (exit 3)
+    ├── ReviewRefused               the kill switch or a daily cap refused codejury describe (exit 6)
     ├── ForgeError                  a forge API call failed (forges.errors)
     │   ├── ForgeAuthError          401/403: the token is invalid or lacks a right
     │   ├── ForgeRefused            any other 4xx: the forge understood and said no
@@ -100,6 +101,10 @@ class ReviewFailed(CodejuryError):
     def __init__(self, message: str, partial: Review | None = None) -> None:
         super().__init__(message)
         self.partial = partial
+
+
+class ReviewRefused(CodejuryError):
+    """The kill switch or a daily cap refused a model call that is not a review (``codejury describe``)."""
 
 
 class InternalError(CodejuryError):

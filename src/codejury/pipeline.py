@@ -21,7 +21,7 @@ from codejury.change.break_glass import break_glass_requested
 from codejury.change.noise import filter_stage, unread_code_note
 from codejury.change.types import ChangeSet
 from codejury.config import ReviewConfig
-from codejury.errors import ModelSetupError, ReviewFailed
+from codejury.errors import ModelSetupError, ReviewFailed, ReviewRefused
 from codejury.findings import Plan, Review, Tier
 from codejury.guardrails.screen import Screen, screen_change, suspected_injections
 from codejury.lifecycle import assemble, run_bootstrap, run_configure, run_post_configure
@@ -48,11 +48,12 @@ from codejury.stages.publish import publish_failure_stage, publish_stage
 from codejury.stages.record import record_stage
 from codejury.stages.tier import tier_stage
 from codejury.stages.verdict import not_reviewed_stage, refused_stage, verdict_stage
-from codejury.stages.walkthrough import beside_the_panel, walkthrough_started, with_walkthrough
+from codejury.stages.walkthrough import beside_the_panel, describe_stage, walkthrough_started, with_walkthrough
 from codejury.stages.workspace import workspace_stage
 from codejury.telemetry.tracing import span, traced, traced_review
 
 if TYPE_CHECKING:
+    from codejury.agents.walkthrough import Written
     from codejury.analyzers.junit import TestCoverage, TestReport
     from codejury.remote_config import Routing
 
@@ -95,6 +96,25 @@ async def review(change: ChangeSet, opts: ReviewOptions) -> Review | Plan:
     await traced("publish", publish_stage(run, result))
     await traced("record", record_stage(run, result))
     return result
+
+
+async def describe(change: ChangeSet, opts: ReviewOptions) -> Written:
+    """The walkthrough of ``change`` alone (``codejury describe``, ``/codejury describe``): the review's
+    configuration, filter, tier, models and admission (the kill switch, the daily caps), then the coordinator's
+    model writes it, checked against the diff. Nothing is published or recorded; a refusal raises
+    ``ReviewRefused``."""
+    redactor = opts.events.redactor
+    opts = replace(opts, warn=_scrubbing(opts.warn, redactor), progress=_maybe_scrubbing(opts.progress, redactor))
+    run = await start(change, opts)
+    refusal = await _admitted(run)
+    if refusal is not None:
+        raise ReviewRefused(refusal.reason)
+    models = _models(run)
+    with _breaker_events(run, models):
+        written = await traced("walkthrough", describe_stage(run, models))
+    if written.walkthrough is None:
+        return written
+    return replace(written, walkthrough=redactor.scrub(written.walkthrough))
 
 
 async def _admitted(run: ReviewRun) -> Refusal | None:

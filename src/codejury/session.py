@@ -33,6 +33,7 @@ from codejury.record.events import EventLog
 from codejury.runstate import Refusal, ReviewOptions, ReviewRun
 
 if TYPE_CHECKING:
+    from codejury.agents.walkthrough import Written
     from codejury.analyzers.junit import TestReport
     from codejury.config import ReviewConfig
     from codejury.forges.publish import Forge, PreviousState
@@ -162,6 +163,27 @@ class Session:
             raise output.unwritten
         _check_event_log(opts, flags)
         return Outcome(result, settings.fail_on)
+
+    async def describe(self, env: dict[str, str], flags: ReviewFlags) -> Written:
+        """The walkthrough of what ``flags`` name (a local change, or the forge's with ``--url``), written as a
+        review writes it: the same settings, event log, kill switch and daily caps (counted, not reserved: this
+        is not a review) and models. Nothing is published or recorded."""
+        opener = self.open_forge(flags.url, env) if flags.url is not None else None
+        target = self._forge_target(opener, flags) if opener is not None else self._local_target(flags)
+        async with target as (change, _, _):
+            with ExitStack() as stack:
+                settings, notice = review_settings(change, env, flags)
+                if notice:
+                    self.warn(notice)
+                events = stack.enter_context(open_event_log(flags.events_file, env))
+                _start_tracing(stack, env, settings, events, self.warn)
+                opts = ReviewOptions(
+                    settings=settings, env=env, events=events, warn=self.warn, plugins=self.plugins,
+                    progress=self.progress, admit=_caps_counted,
+                )  # fmt: skip
+                from codejury import pipeline
+
+                return await pipeline.describe(change, opts)
 
     async def configured(
         self, env: dict[str, str], flags: ReviewFlags, change: ChangeSet, *, run_id: str, warn: Say
@@ -330,6 +352,18 @@ async def _admission(run: ReviewRun) -> Refusal | None:
     if checked.slot is not None:  # the review's record replaces the slot (``ReviewRecord.slot``)
         run.events.emit("caps_reserved", slot=checked.slot, hold_s=hold_s)
     return None
+
+
+async def _caps_counted(run: ReviewRun) -> Refusal | None:
+    """The kill switch and the daily caps, counted without reserving a slot (a walkthrough is not a review)."""
+    if run.config.stopped is not None:
+        return Refusal(run.config.stopped, "kill_switch")
+    if not run.settings.limits.capped:
+        return None
+    checked = await count_caps(run.settings, run.change.meta.repository)
+    if checked.unchecked is not None:
+        run.options.warn(f"daily caps not checked: {checked.unchecked}")
+    return None if checked.refusal is None else Refusal(checked.refusal, checked.cap or "limits")
 
 
 async def count_caps(settings: Settings, repository: str, *, slot_hold_s: float | None = None) -> CapCheck:

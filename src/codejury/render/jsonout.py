@@ -90,7 +90,7 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "below_threshold": [{**_finding(f), "below_threshold": True} for f in review.below_threshold],
         "suspected_injections": [i.model_dump() for i in review.suspected_injections],
         "remembered": [_remembered(r) for r in review.remembered],
-        **({"walkthrough": _walkthrough(review.walkthrough)} if review.walkthrough is not None else {}),
+        **({"walkthrough": walkthrough_to_dict(review.walkthrough)} if review.walkthrough is not None else {}),
     }
 
 
@@ -105,7 +105,8 @@ def _remembered(r: Remembered) -> dict[str, Any]:
     }
 
 
-def _walkthrough(w: Walkthrough) -> dict[str, Any]:
+def walkthrough_to_dict(w: Walkthrough) -> dict[str, Any]:
+    """A walkthrough as plain data in the stable shape (the review's ``walkthrough`` key, ``codejury describe``)."""
     return {
         "summary": w.summary,
         "groups": [{"purpose": g.purpose, "files": [f.model_dump() for f in g.files]} for g in w.groups],

@@ -47,8 +47,15 @@ def with_walkthrough(review: Review, written: Written) -> Review:
     )
 
 
-async def _written(run: ReviewRun, models: ReviewModels) -> Written:
-    skipped = skip_reason(run.selection.tier, run.settings.describe)
+async def describe_stage(run: ReviewRun, models: ReviewModels) -> Written:
+    """The walkthrough alone (``codejury describe``): asked for, so written whatever the tier or ``describe``."""
+    if not run.selection.kept:
+        return Written(None, "walkthrough: not written, every changed file was skipped", Usage())
+    return await _written(run, models, asked=True)
+
+
+async def _written(run: ReviewRun, models: ReviewModels, *, asked: bool = False) -> Written:
+    skipped = None if asked else skip_reason(run.selection.tier, run.settings.describe)
     spec = run.selection.models.get("coordinator")
     if skipped is not None:  # by design: one progress line, not a note on what the review could not do
         run.options.say(skipped)
