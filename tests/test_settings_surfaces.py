@@ -117,11 +117,12 @@ def _options(command: click.Command) -> dict[str, click.Option]:
     return {p.name: p for p in command.params if isinstance(p, click.Option) and p.name is not None}
 
 
-def test_review_serve_worker_and_eval_declare_the_shared_options_once() -> None:
+def test_review_serve_worker_eval_and_search_declare_the_shared_options_once() -> None:
     review = _options(cli.commands["review"])
     assert list(review) == list(OPTIONS), "codejury review takes every review option, in OPTIONS' order"
     assert set(review) == {f.name for f in fields(ReviewFlags)} - {"skip_reviewed_head"}
-    for command, names in (("serve", SERVICE_OPTIONS), ("worker", SERVICE_OPTIONS), ("eval", EVAL_OPTIONS)):
+    shared = [("serve", SERVICE_OPTIONS), ("worker", SERVICE_OPTIONS), ("eval", EVAL_OPTIONS)]
+    for command, names in [*shared, ("search", ("config_file", "plugins"))]:
         options = _options(cli.commands[command])
         for name in names:
             mine, theirs = options[name], review[name]

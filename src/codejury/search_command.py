@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from codejury.flags import review_options
 from codejury.stats_command import exit_on_error
 
 if TYPE_CHECKING:
@@ -53,13 +54,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="json: every step's list as data.",
 )
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Extra config file (TOML), as for codejury review.",
-)
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Load a plugin module; repeatable.")
+@review_options("config_file", "plugins")
 def search_command(
     query: str,
     repo_dir: Path | None,
