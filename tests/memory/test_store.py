@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import event, inspect
 
+from codejury.record import schema
 from codejury.record.memory import dismissals_for, dismissed_patterns, suppressed_by_repository, suppressed_by_rule
 from codejury.record.model import RememberedRecord, ReviewRecord
 from codejury.record.store import Store
@@ -82,6 +83,8 @@ def test_suppressed_counts_per_rule_and_per_repository(store_url: str) -> None:
         assert [r.key for r in suppressed_by_rule(conn, repository="other")] == ["ruff:S608"]
         by_repo = {r.key: (r.suppressed, r.published_anyway) for r in suppressed_by_repository(conn)}
         assert by_repo == {REPO: (2, 0), "other": (0, 1)}
+        only = suppressed_by_repository(conn, schema.reviews.c.repository == "other")
+        assert [(r.key, r.suppressed, r.published_anyway) for r in only] == [("other", 0, 1)]
     store.close()
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, and_, case, func, select, tuple_
+from sqlalchemy import ColumnElement, Connection, and_, case, func, select, true, tuple_
 
 from codejury.record import schema
 from codejury.record.model import ReviewRecord
@@ -106,7 +106,7 @@ class SuppressedRow(BaseModel):
     published_anyway: int
 
 
-def _suppressed(conn: Connection, column: Any, since: datetime | None, repository: str | None) -> list[SuppressedRow]:
+def _suppressed(conn: Connection, column: Any, where: ColumnElement[bool]) -> list[SuppressedRow]:
     m, r = schema.remembered, schema.reviews
     query = (
         select(
@@ -115,13 +115,10 @@ def _suppressed(conn: Connection, column: Any, since: datetime | None, repositor
             func.sum(case((m.c.suppressed, 0), else_=1)),
         )
         .select_from(m.join(r, r.c.id == m.c.review_id))
+        .where(where)
         .group_by(column)
         .order_by(func.count().desc(), column)
     )
-    if since is not None:
-        query = query.where(r.c.recorded_at >= since)
-    if repository:
-        query = query.where(r.c.repository == repository)
     return [
         SuppressedRow(key=str(key), suppressed=int(s or 0), published_anyway=int(p or 0))
         for key, s, p in conn.execute(query)
@@ -132,12 +129,16 @@ def suppressed_by_rule(
     conn: Connection, since: datetime | None = None, repository: str | None = None
 ) -> list[SuppressedRow]:
     """Per rule: findings memory suppressed, and those published anyway (security, analyzer-backed)."""
-    return _suppressed(conn, schema.remembered.c.rule, since, repository)
+    r = schema.reviews
+    where = [r.c.recorded_at >= since] if since is not None else []
+    where += [r.c.repository == repository] if repository else []
+    return _suppressed(conn, schema.remembered.c.rule, and_(true(), *where))
 
 
-def suppressed_by_repository(conn: Connection, since: datetime | None = None) -> list[SuppressedRow]:
-    """Per repository: findings memory suppressed, and those published anyway."""
-    return _suppressed(conn, schema.reviews.c.repository, since, None)
+def suppressed_by_repository(conn: Connection, where: ColumnElement[bool] | None = None) -> list[SuppressedRow]:
+    """Per repository, of the reviews ``where`` selects (all by default): findings memory suppressed, and those
+    published anyway."""
+    return _suppressed(conn, schema.reviews.c.repository, true() if where is None else where)
 
 
 @dataclass(frozen=True)
