@@ -92,7 +92,7 @@ def test_the_kill_switch_refuses_it_with_exit_6(tmp_path: Path) -> None:
         routing.body = json.dumps({"kill_switch": True, "reason": "incident 42"}).encode()
         result = describe(tmp_path, "--remote-config", routing.url)
     assert result.exit_code == 6, result.stderr
-    assert "not described:" in result.stderr and "incident 42" in result.stderr
+    assert "refused:" in result.stderr and "incident 42" in result.stderr
 
 
 def _config(tmp_path: Path, text: str) -> Path:

@@ -27,10 +27,10 @@ from typing import Any, NoReturn
 import click
 
 from codejury import __version__
-from codejury.cli_io import OneLineUsage, check_writable, shown_path, visible_text
+from codejury.cli_io import OneLineUsage, check_writable, err_line, exit_on_errors, shown_path, visible_text
 from codejury.dashboard.command import dashboard_command
 from codejury.describe_command import describe_command
-from codejury.errors import CodejuryError, InputError, InternalError, ReviewFailed
+from codejury.errors import InputError
 from codejury.eval.command import eval_command
 from codejury.flags import FAIL_ON_CHOICES as FAIL_ON_CHOICES
 from codejury.flags import ReviewFlags, review_flags, review_options
@@ -46,10 +46,7 @@ EXIT_CODES = (
 )
 
 
-def _err(msg: str) -> None:
-    from codejury.secrets import redact_env
-
-    click.echo(f"codejury: {visible_text(redact_env(msg))}", err=True)  # it may quote a provider's or forge's reply
+_err = err_line
 
 
 def _progress(msg: str) -> None:
@@ -95,25 +92,8 @@ def review_command(**flags: Any) -> None:
     """Review a change: the current branch against its merge-base, a range, a diff file, or a merge request."""
     import asyncio
 
-    from codejury.forges.errors import ForgeUnavailable
-
     env = dict(os.environ)
-    try:
-        code = asyncio.run(_review_change(env, review_flags(flags)))
-    except ReviewFailed as exc:
-        _err(f"review failed: {exc}")
-        sys.exit(3)
-    except ForgeUnavailable as exc:
-        _err(str(exc))
-        sys.exit(4)
-    except InternalError:
-        raise  # a bug: one line and exit 5 (``_Commands``)
-    except CodejuryError as exc:
-        _err(str(exc))
-        sys.exit(2)
-    except KeyboardInterrupt:
-        _err("interrupted")
-        sys.exit(130)
+    code = exit_on_errors(lambda: asyncio.run(_review_change(env, review_flags(flags))))
     sys.exit(code)
 
 

@@ -14,12 +14,15 @@ import os
 import re
 import select
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from codejury.errors import OutputError
+
+T = TypeVar("T")
 
 SHOWN_PATH_CHARS = 120
 STDIN_WAIT_S = 0.05
@@ -45,6 +48,31 @@ def shown_path(path: Path | str) -> str:
         return text
     half = SHOWN_PATH_CHARS // 2
     return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"
+
+
+def err_line(message: str) -> None:
+    """One line on standard error, ``codejury:`` first, known secrets redacted (it may quote a provider's or
+    forge's reply), control characters made visible."""
+    from codejury.secrets import redact_env
+
+    click.echo(f"codejury: {visible_text(redact_env(message))}", err=True)
+
+
+def exit_on_errors(run: Callable[[], T]) -> T:
+    """``run()``; a ``CodejuryError`` ends the command with one line and its ``exit_code`` (``InternalError``
+    goes on to the command group, which reports a bug), an interrupt with ``interrupted`` and 130."""
+    from codejury.errors import CodejuryError, InternalError
+
+    try:
+        return run()
+    except InternalError:
+        raise
+    except CodejuryError as exc:
+        err_line(f"{exc.lead}: {exc}" if exc.lead else str(exc))
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_line("interrupted")
+        sys.exit(130)
 
 
 def check_writable(flag: str, path: Path) -> None:

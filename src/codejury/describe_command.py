@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 
-from codejury.errors import CodejuryError, InputError, InternalError, ReviewRefused
+from codejury.cli_io import check_writable, exit_on_errors
+from codejury.cli_io import err_line as _err
+from codejury.errors import InputError
 from codejury.flags import review_flags, review_options
 
 DESCRIBE_OPTIONS = (
@@ -55,25 +57,8 @@ def describe_command(fmt: str, **params: Any) -> None:
     """Explain a change: what it does and why, its files by purpose, and a diagram of a new or rerouted flow."""
     import asyncio
 
-    from codejury.forges.errors import ForgeUnavailable
-
     flags = review_flags(params)
-    try:
-        text = asyncio.run(_described(dict(os.environ), flags, fmt))
-    except ReviewRefused as exc:
-        _err(f"not described: {exc}")
-        sys.exit(6)
-    except ForgeUnavailable as exc:
-        _err(str(exc))
-        sys.exit(4)
-    except InternalError:
-        raise
-    except CodejuryError as exc:
-        _err(str(exc))
-        sys.exit(2)
-    except KeyboardInterrupt:
-        _err("interrupted")
-        sys.exit(130)
+    text = exit_on_errors(lambda: asyncio.run(_described(dict(os.environ), flags, fmt)))
     if text is None:
         sys.exit(3)
     if flags.output is None:
@@ -84,7 +69,6 @@ def describe_command(fmt: str, **params: Any) -> None:
 
 async def _described(env: dict[str, str], flags: Any, fmt: str) -> str | None:
     from codejury import session
-    from codejury.cli_io import check_writable
 
     if flags.output is not None:
         check_writable("--output", flags.output)
@@ -104,7 +88,3 @@ async def _described(env: dict[str, str], flags: Any, fmt: str) -> str | None:
     from codejury.render.markdown import walkthrough_lines
 
     return "\n".join(walkthrough_lines(written.walkthrough)) + "\n"
-
-
-def _err(message: str) -> None:
-    click.echo(message, err=True)

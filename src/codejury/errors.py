@@ -56,6 +56,11 @@ if TYPE_CHECKING:
 class CodejuryError(Exception):
     """Root of every error codejury raises on purpose."""
 
+    exit_code: int = 2
+    """The status a command exits with when this error ends it (``cli_io.exit_on_errors``)."""
+    lead: str = ""
+    """Words before the message on that one line (``review failed``), or none."""
+
 
 class InputError(CodejuryError):
     """Bad input from the user."""
@@ -98,6 +103,9 @@ class ReviewFailed(CodejuryError):
     ``partial`` is the review published instead of the failure note when the analyzers had hits: those
     hits unchecked, unjudged, never an approval; None when only the failure note was published."""
 
+    exit_code = 3
+    lead = "review failed"
+
     def __init__(self, message: str, partial: Review | None = None) -> None:
         super().__init__(message)
         self.partial = partial
@@ -106,9 +114,14 @@ class ReviewFailed(CodejuryError):
 class ReviewRefused(CodejuryError):
     """The kill switch or a daily cap refused a model call that is not a review (``codejury describe``)."""
 
+    exit_code = 6
+    lead = "refused"
+
 
 class InternalError(CodejuryError):
     """A check that must never fail did: a bug in codejury (the CLI exits 5, never 2)."""
+
+    exit_code = 5
 
 
 class TestDoubleError(CodejuryError):

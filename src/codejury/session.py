@@ -132,11 +132,7 @@ class Session:
         target = self._forge_target(opener, flags) if opener is not None else self._local_target(flags)
         async with target as (change, disputes, forge_publishers):
             with ExitStack() as stack:
-                settings, notice = review_settings(change, env, flags)
-                if notice:
-                    self.warn(notice)
-                events = stack.enter_context(open_event_log(flags.events_file, env))
-                _start_tracing(stack, env, settings, events, self.warn)
+                settings, notice, events = self._opened(stack, change, env, flags)
                 output = OutputPublisher(self.plugins.renderers, default_format(flags.fmt, flags.output), flags.output)
                 ours = [*_recorders(self.plugins, settings, env), *_metrics_recorders(flags, self.warn)]
                 opts = ReviewOptions(
@@ -172,11 +168,7 @@ class Session:
         target = self._forge_target(opener, flags) if opener is not None else self._local_target(flags)
         async with target as (change, _, _):
             with ExitStack() as stack:
-                settings, notice = review_settings(change, env, flags)
-                if notice:
-                    self.warn(notice)
-                events = stack.enter_context(open_event_log(flags.events_file, env))
-                _start_tracing(stack, env, settings, events, self.warn)
+                settings, _, events = self._opened(stack, change, env, flags)
                 opts = ReviewOptions(
                     settings=settings, env=env, events=events, warn=self.warn, plugins=self.plugins,
                     progress=self.progress, admit=_caps_counted,
@@ -184,6 +176,17 @@ class Session:
                 from codejury import pipeline
 
                 return await pipeline.describe(change, opts)
+
+    def _opened(
+        self, stack: ExitStack, change: ChangeSet, env: dict[str, str], flags: ReviewFlags
+    ) -> tuple[Settings, str | None, EventLog]:
+        """The settings for ``change`` (their notice said), the event log and tracing, closed with ``stack``."""
+        settings, notice = review_settings(change, env, flags)
+        if notice:
+            self.warn(notice)
+        events = stack.enter_context(open_event_log(flags.events_file, env))
+        _start_tracing(stack, env, settings, events, self.warn)
+        return settings, notice, events
 
     async def configured(
         self, env: dict[str, str], flags: ReviewFlags, change: ChangeSet, *, run_id: str, warn: Say

@@ -35,3 +35,5 @@ class ForgeRefused(ForgeError):
 
 class ForgeUnavailable(ForgeError):
     """Rate limits, server errors or network errors lasted longer than the retries."""
+
+    exit_code = 4
