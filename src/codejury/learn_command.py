@@ -118,7 +118,9 @@ def _learn(opts: LearnOptions, env: dict[str, str]) -> str:
     if project_url is not None:
         import asyncio
 
-        return asyncio.run(_propose(project_url, text, rules, env))
+        from codejury.memory.propose import propose_at
+
+        return asyncio.run(propose_at(project_url, text, rules, env)).line
     path = opts.output or Path(LEARNED_PATH)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,29 +128,3 @@ def _learn(opts: LearnOptions, env: dict[str, str]) -> str:
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
     return f"wrote {rules} learned rule(s) to {path}: review them, then commit the file to apply them"
-
-
-async def _propose(project_url: str, text: str, rules: int, env: dict[str, str]) -> str:
-    """The request on whichever configured forge ``project_url`` is on (its token only ever goes there)."""
-    from codejury.errors import InputError
-    from codejury.forges.github.api import GitHubAPI
-    from codejury.forges.github.target import github_token
-    from codejury.forges.gitlab.api import GitLabAPI
-    from codejury.forges.gitlab.target import gitlab_token
-    from codejury.forges.hosts import github_instance, gitlab_instance, origin
-    from codejury.memory.propose import propose_on_github, propose_on_gitlab
-
-    github, gitlab = github_instance(env), gitlab_instance(env)
-    here = origin(project_url)
-    if here in {origin(u) for u in (github.web_url, *github.web_aliases)}:
-        repo = github.path_of(project_url).strip("/")
-        if repo.count("/") != 1:
-            raise InputError(f"--propose expects a GitHub repository's URL, {github.web_url}/OWNER/NAME")
-        token = github_token(env)[0]
-        async with GitHubAPI(token, api_url=github.api_url, graphql_url=github.graphql_url) as hub:
-            return (await propose_on_github(hub, repo, text, rules)).line
-    project = gitlab.path_of(project_url).strip("/")
-    if not project or "/-/" in project:
-        raise InputError(f"--propose expects a GitLab project's URL below {gitlab.web_url}, not {project_url!r}")
-    async with GitLabAPI(gitlab.api_url, gitlab_token(env)) as lab:
-        return (await propose_on_gitlab(lab, project, text, rules)).line

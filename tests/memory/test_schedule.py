@@ -25,7 +25,7 @@ async def test_one_wake_proposes_once_per_repository_and_never_twice(
         repository = f"{gl.url.split('://')[1]}/acme/widgets"
         for change in ("!1", "!2"):
             remember(url, repository, change, "generalist:magic number", "shape-a", by="bob")
-        remember(url, "github.com/acme/elsewhere", "#1", "generalist:magic number", "shape-a")  # another forge
+        remember(url, "forge.example/acme/elsewhere", "!1", "generalist:magic number", "shape-a")  # no forge of ours
         store = Store(parse_record_url(url))
         lines: list[str] = []
         recent = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=7)
@@ -49,5 +49,5 @@ async def test_the_learner_runs_only_when_its_interval_is_set(tmp_path: Path) ->
     task = start_learner(config, {}, store, said.append)
     assert task is not None and not task.done()
     task.cancel()
-    assert said == ["learned rules are proposed every 24 h for the GitLab repositories reviewed here"]
+    assert said == ["learned rules are proposed every 24 h for the repositories reviewed here"]
     store.close()

@@ -8,11 +8,16 @@ same rules were proposed before (their request is open, or a person closed it): 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from codejury.errors import InputError
 from codejury.forges.errors import ForgeRefused
 from codejury.forges.github.api import GitHubAPI
+from codejury.forges.github.target import github_token
 from codejury.forges.gitlab.api import GitLabAPI
+from codejury.forges.gitlab.target import gitlab_token
+from codejury.forges.hosts import github_instance, gitlab_instance, origin
 from codejury.memory.keys import digest
 from codejury.memory.learn import LEARNED_PATH
 
@@ -26,6 +31,24 @@ class Proposal:
 
     line: str
     url: str = ""
+
+
+async def propose_at(project_url: str, text: str, rules: int, env: Mapping[str, str]) -> Proposal:
+    """The request on whichever configured forge ``project_url`` is on (its token only ever goes there): a pull
+    request on the configured GitHub, else a merge request on the configured GitLab."""
+    github, gitlab = github_instance(env), gitlab_instance(env)
+    if origin(project_url) in {origin(u) for u in (github.web_url, *github.web_aliases)}:
+        repo = github.path_of(project_url).strip("/")
+        if repo.count("/") != 1:
+            raise InputError(f"--propose expects a GitHub repository's URL, {github.web_url}/OWNER/NAME")
+        token = github_token(env)[0]
+        async with GitHubAPI(token, api_url=github.api_url, graphql_url=github.graphql_url) as hub:
+            return await propose_on_github(hub, repo, text, rules)
+    project = gitlab.path_of(project_url).strip("/")
+    if not project or "/-/" in project:
+        raise InputError(f"--propose expects a GitLab project's URL below {gitlab.web_url}, not {project_url!r}")
+    async with GitLabAPI(gitlab.api_url, gitlab_token(env)) as lab:
+        return await propose_on_gitlab(lab, project, text, rules)
 
 
 async def propose_on_gitlab(api: GitLabAPI, project: str, text: str, rules: int) -> Proposal:

@@ -1,8 +1,8 @@
 """Learned rules proposed on a schedule by a review service (``[memory] learn_every_hours``).
 
 ``start_learner`` starts, on the service's loop, a task that wakes every ``learn_every_hours`` and runs what
-``codejury learn --propose`` does for each repository on the configured GitLab that the store recorded a review
-of since the last wake: one merge request per new set of rules, none when the same rules were proposed before
+``codejury learn --propose`` does for each repository on the configured GitLab or GitHub that the store recorded
+a review of since the last wake: one merge request per new set of rules, none when the same rules were proposed before
 or the default branch holds them already. Each outcome, or why a repository could not be done, is one line.
 """
 
@@ -15,11 +15,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from codejury.errors import CodejuryError
-from codejury.forges.gitlab.api import GitLabAPI
-from codejury.forges.gitlab.target import gitlab_token
-from codejury.forges.hosts import gitlab_instance
+from codejury.forges.hosts import github_instance, gitlab_instance
 from codejury.memory.learn import learn_from
-from codejury.memory.propose import propose_on_gitlab
+from codejury.memory.propose import propose_at
 from codejury.record.memory import recent_repositories
 from codejury.record.store import Store
 
@@ -27,31 +25,31 @@ from codejury.record.store import Store
 async def learn_once(
     store: Store, env: Mapping[str, str], *, max_age_days: int, recent: datetime, say: Callable[[str], None]
 ) -> int:
-    """Rules proposed for each GitLab repository reviewed since ``recent``; returns how many merge requests it
-    opened."""
-    instance = gitlab_instance(env)
-    parts = urlsplit(instance.web_url)
-    host = f"{parts.netloc}{parts.path.rstrip('/')}/"
+    """Rules proposed for each repository on the configured GitLab or GitHub reviewed since ``recent``; returns how
+    many merge or pull requests it opened."""
+    forges = [urlsplit(instance.web_url) for instance in (gitlab_instance(env), github_instance(env))]
+    hosts = [(f"{p.netloc}{p.path.rstrip('/')}/", p.scheme) for p in forges]
     since = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=max_age_days)
 
     def read() -> list[tuple[str, str, int]]:
         with store.connect() as conn:
             out = []
             for repository in recent_repositories(conn, recent):
-                if repository.startswith(host):
-                    web = f"{parts.scheme}://{repository}"
-                    out.append((repository, *learn_from(conn, repository, since, web_base=web)))
+                scheme = next((scheme for host, scheme in hosts if repository.startswith(host)), None)
+                if scheme is not None:
+                    url = f"{scheme}://{repository}"
+                    out.append((url, *learn_from(conn, repository, since, web_base=url)))
             return out
 
     opened = 0
-    for repository, text, rules in await asyncio.to_thread(read):
+    for url, text, rules in await asyncio.to_thread(read):
         if rules == 0:
             continue
+        repository = url.split("://", 1)[1]
         try:
-            async with GitLabAPI(instance.api_url, gitlab_token(env)) as api:
-                proposal = await propose_on_gitlab(api, repository[len(host) :], text, rules)
+            proposal = await propose_at(url, text, rules, env)
         except CodejuryError as exc:
-            say(f"learn {repository}: {exc}")
+            say(f"learn {repository}: {' '.join(str(exc).split())}")
             continue
         opened += bool(proposal.url)
         say(f"learn {repository}: {proposal.line}")
@@ -69,7 +67,7 @@ def start_learner(
     if store is None or memory.learn_every_hours is None or not memory.enabled:
         return None
     every = timedelta(hours=memory.learn_every_hours)
-    say(f"learned rules are proposed every {memory.learn_every_hours} h for the GitLab repositories reviewed here")
+    say(f"learned rules are proposed every {memory.learn_every_hours} h for the repositories reviewed here")
 
     async def learn_forever() -> None:
         while True:
