@@ -50,6 +50,7 @@ async def test_a_security_finding_an_analyzer_backs_is_published_though_dismisse
     text = render_review_markdown(result)
     assert "1 security finding dismissed before, published anyway (an analyzer backs it)" in text
     assert "dismissed in !4 by bob: won't fix (published)" in text
+    assert "security evidence a model confirmed: withholds approval until a person dismisses it" in text
 
 
 @pytest.mark.parametrize("same_prompt", [True, False], ids=["same-reviewer", "reviewer-changed"])

@@ -112,7 +112,8 @@ def grounds(evidence: Sequence[str], *, verified: bool | None, advisory: bool, w
     advisory, and why it withholds approval when it is held on security evidence."""
     parts = [f"grounds: {grounds_phrase(evidence, verified=verified)}"]
     if withholds:
-        parts.append("security evidence no model confirmed: withholds approval until a person dismisses it")
+        held = "a model confirmed" if verified else "no model confirmed"  # confirmed: held as dismissed before (memory)
+        parts.append(f"security evidence {held}: withholds approval until a person dismisses it")
     if advisory:
         if evidence and not verified:
             parts.append("advisory: the reviewing model did not confirm the hit, does not block")
