@@ -90,6 +90,7 @@ def test_a_dismissed_false_positive_stays_dismissed_and_learn_proposes_its_rule(
         assert len(proposed) == 1 and proposed[0]["author"]["username"] == FakeGitLab.BOT
         rules = (branch_files(gl, 1, proposed[0]["source_branch"]) or {})[LEARNED]
         assert 'Do not report "Magic number" (generalist) in pkg/: dismissed 2 times in 2 merge requests' in rules
+        assert "dismissed 2 times in 2 merge requests of 12 findings published" in rules  # 10 true ones beside
         assert f"[!3]({project}/-/merge_requests/3) by bob: won't fix" in rules
         acted = 'Always check for "Unchecked input" (generalist) in pkg/: fixed by the author after a finding 3 times'
         assert f"{acted} in 3 merge requests" in rules and "`" not in rules

@@ -15,12 +15,12 @@ code in backticks as forbidden code, never takes a learned rule for one.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection
 
-from codejury.record.memory import Pattern, dismissed_patterns, fixed_patterns
+from codejury.record.memory import Pattern, dismissed_patterns, fixed_patterns, published_counts
 
 LEARNED_PATH = ".codejury/rules/learned.md"
 MIN_CHANGES = 2
@@ -64,10 +64,13 @@ def _times(n: int, noun: str) -> str:
     return f"{n} {noun if n == 1 else noun + 's'}"
 
 
-def dismissed_rule(pattern: Pattern, web_base: str) -> str:
+def dismissed_rule(pattern: Pattern, web_base: str, published: int) -> str:
+    """The rule; ``published``: the findings of its rule published in the period, so a reader sees how many of
+    them were dismissed (a rule dismissed twice of fifty is no rule)."""
+    of = f" of {_times(published, 'finding')} published" if published > pattern.count else ""
     return (
         f"- Do not report {_named(pattern)}{_where(pattern.paths)}: dismissed {_times(pattern.count, 'time')} in "
-        f"{_times(pattern.changes, 'merge request')} ({_examples(pattern, web_base)})."
+        f"{_times(pattern.changes, 'merge request')}{of} ({_examples(pattern, web_base)})."
     )
 
 
@@ -86,6 +89,7 @@ def learned_rules(
     *,
     since: datetime,
     web_base: str,
+    published: Mapping[str, int] | None = None,
     min_changes: int = MIN_CHANGES,
 ) -> tuple[str, int]:
     """The learned rules file for ``repository`` and how many rules it holds (0: nothing to propose)."""
@@ -100,7 +104,9 @@ def learned_rules(
         "",
     ]
     if wanted:
-        lines += ["## Findings the team dismisses", "", *(dismissed_rule(p, web_base) for p in wanted), ""]
+        counts = published or {}
+        lines += ["## Findings the team dismisses", ""]
+        lines += [*(dismissed_rule(p, web_base, counts.get(p.rule, 0)) for p in wanted), ""]
     if acted:
         lines += ["## Findings the team acts on", "", *(acted_rule(p, web_base) for p in acted), ""]
     return "\n".join(lines), len(wanted) + len(acted)
@@ -111,4 +117,7 @@ def learn_from(
 ) -> tuple[str, int]:
     """``learned_rules`` from the store ``conn`` reads: what was dismissed or fixed in ``repository`` since then."""
     dismissed, fixed = dismissed_patterns(conn, repository, since), fixed_patterns(conn, repository, since)
-    return learned_rules(repository, dismissed, fixed, since=since, web_base=web_base, min_changes=min_changes)
+    published = published_counts(conn, repository, since)
+    return learned_rules(
+        repository, dismissed, fixed, since=since, web_base=web_base, published=published, min_changes=min_changes
+    )

@@ -207,3 +207,17 @@ def recent_repositories(conn: Connection, since: datetime) -> list[str]:
     r = schema.reviews
     query = select(r.c.repository).where(r.c.recorded_at >= since, r.c.repository != "").distinct()
     return sorted(str(row[0]) for row in conn.execute(query))
+
+
+def published_counts(conn: Connection, repository: str, since: datetime) -> dict[str, int]:
+    """Per rule, the findings the repository's reviews published since ``since`` (each finding of a merge request
+    once, however many of its pushes were reviewed)."""
+    k, r = schema.memory_keys, schema.reviews
+    each = (
+        select(k.c.rule, r.c.change_id, k.c.fingerprint)
+        .select_from(k.join(r, r.c.id == k.c.review_id))
+        .where(r.c.repository == repository, r.c.recorded_at >= since)
+        .distinct()
+        .subquery()
+    )
+    return {str(rule): int(n) for rule, n in conn.execute(select(each.c.rule, func.count()).group_by(each.c.rule))}
