@@ -29,6 +29,7 @@ from codejury.config_schema import (
     PriceTable,
     ProviderTable,
     RetrievalTable,
+    SkipTable,
     Source,
     dotted,
     environment_table,
@@ -91,6 +92,8 @@ DailyLimits = LimitsTable
 """``[limits]``: caps per UTC day, counted in the review store; None: no cap (``capped``: any is set)."""
 MemorySettings = MemoryTable
 """``[memory]``: dismissed findings remembered per repository (``codejury.memory``)."""
+SkipRules = SkipTable
+"""``[skip]``: merge requests not reviewed, by label, author, title, target branch or paths (``change.skip``)."""
 RetrievalSettings = RetrievalTable
 """``[retrieval]``: the embeddings model, the reranker and the vector store of code search; None: not used."""
 
@@ -165,6 +168,8 @@ class Settings:
     """Embeddings and reranker of code search (``[retrieval]``)."""
     memory: MemorySettings = field(default_factory=lambda: MemorySettings())
     """Dismissed findings remembered per repository (``[memory]``)."""
+    skip: SkipRules = field(default_factory=lambda: SkipRules())
+    """Merge requests not reviewed (``[skip]``)."""
     min_confidence: Mapping[str, float] = field(default_factory=dict)
     """``[confidence]``: ``min`` and per-severity thresholds a finding needs to be published (empty: none)."""
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -239,6 +244,10 @@ SCALAR_KEYS = tuple(
 """Keys whose value a Settings field of the same name takes as it is (the others are merged or converted)."""
 LIST_KEYS = tuple(key for key, kind in _KINDS.items() if kind == "list")
 """Keys whose list a Settings field of the same name takes as a tuple."""
+MERGED_TABLES = tuple(
+    key for key, kind in _KINDS.items() if kind == "table" and isinstance(getattr(Settings(), key, None), BaseModel)
+)
+"""Tables that Settings holds as the model's own table (``[limits]``, ``[retrieval]``…), merged key by key."""
 
 
 def read_config_text(name: str, text: str) -> tuple[dict[str, Any], str]:
@@ -308,15 +317,11 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
     if t.confidence.model_fields_set:
         given_confidence = {k: v for k in t.confidence.model_fields_set if (v := getattr(t.confidence, k)) is not None}
         changes["min_confidence"] = {**base.min_confidence, **given_confidence}
-    if t.limits.model_fields_set:
-        given = {name: getattr(t.limits, name) for name in t.limits.model_fields_set}
-        changes["limits"] = base.limits.model_copy(update=given)
-    if t.memory.model_fields_set:
-        given_memory = {name: getattr(t.memory, name) for name in t.memory.model_fields_set}
-        changes["memory"] = base.memory.model_copy(update=given_memory)
-    if t.retrieval.model_fields_set:
-        given_retrieval = {name: getattr(t.retrieval, name) for name in t.retrieval.model_fields_set}
-        changes["retrieval"] = base.retrieval.model_copy(update=given_retrieval)
+    for name in MERGED_TABLES:
+        table = getattr(t, name)
+        if table.model_fields_set:
+            given = {key: getattr(table, key) for key in table.model_fields_set}
+            changes[name] = getattr(base, name).model_copy(update=given)
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
     merged = replace(
         base,

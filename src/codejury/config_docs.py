@@ -35,6 +35,7 @@ from codejury.config_schema import (
     RecordTable,
     RetrievalTable,
     ReviewerTable,
+    SkipTable,
     TypeLabel,
     env_name,
 )
@@ -379,6 +380,17 @@ def render_settings_reference() -> str:
             "when its reviewer's prompt changed. A store that cannot be read: everything is published, and the "
             "review says memory was not consulted (docs/memory.md).\n\n"
             "```toml\n[tool.codejury.memory]\nmax_age_days = 90\n```",
+        ),
+        *_section(
+            "[skip]",
+            SkipTable,
+            "Applied alike by `codejury review` in CI, with `--url` and in the review service, before any model "
+            "is called: a skipped merge request is published and recorded as not reviewed, with the rule that "
+            "skipped it (on GitHub a neutral check, never a success; an approval codejury gave before is "
+            "withdrawn), and exits as a `not_reviewed` review does. A person with write access who comments "
+            "`/codejury review` gets the review anyway. Labels are the forge's (none on a local review).\n\n"
+            '```toml\n[tool.codejury.skip]\nlabels = ["skip-review"]\nauthors = ["dependabot[bot]", "renovate*"]\n'
+            'titles = ["^chore\\\\(deps\\\\)"]\ntarget_branches = ["release/*"]\npaths = ["docs/**", "*.md"]\n```',
         ),
         "## `[plugins.NAME]`",
         "",

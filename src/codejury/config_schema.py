@@ -262,6 +262,47 @@ class MemoryTable(_Table):
     )
 
 
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"is not a regular expression ({exc})") from exc
+    return value
+
+
+Regex = Annotated[str, Field(min_length=1), AfterValidator(_regex), TypeLabel("regular expression")]
+
+
+class SkipTable(_Table):
+    """``[skip]``: merge requests not reviewed, by label, author, title, target branch or paths."""
+
+    labels: list[Name] = Field(
+        default_factory=list, description="Skip a merge request that carries one of these labels (skip-review)."
+    )
+    authors: list[Glob] = Field(
+        default_factory=list,
+        description="Skip a merge request whose author's login matches one of these globs (dependabot[bot], "
+        "renovate*).",
+    )
+    titles: list[Regex] = Field(
+        default_factory=list,
+        description="Skip a merge request whose title matches one of these regular expressions (^chore\\(deps\\)), "
+        "searched from its start.",
+    )
+    target_branches: list[Glob] = Field(
+        default_factory=list, description="Skip a merge request into a branch matching one of these globs."
+    )
+    paths: list[Glob] = Field(
+        default_factory=list,
+        description="Skip a change whose every changed file matches one of these globs (docs/**, *.md).",
+    )
+
+    @property
+    def any(self) -> bool:
+        """Whether any rule is set."""
+        return any(getattr(self, name) for name in type(self).model_fields)
+
+
 class RetrievalTable(_Table):
     """``[retrieval]``: code search (``search_code``, ``codejury search``): BM25, plus vectors and a reranker."""
 
@@ -471,6 +512,10 @@ class FileTable(_Table):
     memory: MemoryTable = Field(
         default_factory=lambda: MemoryTable(),
         description="Dismissed findings remembered per repository (see [memory]).",
+    )
+    skip: SkipTable = Field(
+        default_factory=lambda: SkipTable(),
+        description="Merge requests not reviewed, by label, author, title, target branch or paths (see [skip]).",
     )
 
 

@@ -53,6 +53,8 @@ class ReviewFlags:
     """With ``publish``: when the bot's summary already records a review of this head commit, stop
     before any model is called (``HeadAlreadyReviewed``); a push the service queued while the same
     head was being reviewed."""
+    forced: bool = False
+    """A person with write access asked for this review (``/codejury review``): the skip rules do not apply."""
     max_cost: float | None = None
     metrics_push: str | None = None
     metrics_textfile: Path | None = None

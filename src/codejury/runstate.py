@@ -64,6 +64,8 @@ class ReviewOptions:
     models)."""
     break_glass: bool = False
     dry_run: bool = False
+    forced: bool = False
+    """A person with write access asked for this review: the skip rules (``[skip]``) do not apply."""
     notices: Sequence[str] = ()
     workspace_dir: Path | None = None
     board: BreakerBoard | None = None

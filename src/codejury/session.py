@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from codejury.change.skip import skipped_by
 from codejury.change.types import ChangeSet
 from codejury.cli_io import piped_stdin_has_data, shown_path, visible_text
 from codejury.config import Settings
@@ -143,6 +144,7 @@ class Session:
                     plugins=self.plugins,
                     break_glass=flags.break_glass,
                     dry_run=flags.dry_run,
+                    forced=flags.forced,
                     notices=(notice,) if notice else (),
                     disputes=disputes,
                     progress=self.progress,
@@ -335,11 +337,13 @@ and recording come after the reviewers): past it, a review that never got record
 
 
 async def _admission(run: ReviewRun) -> Refusal | None:
-    """The check every review passes before any model is called (``ReviewOptions.admit``): the routing
-    document's kill switch, then the daily caps of ``[limits]`` counted in the review store, where an
-    admitted review reserves its slot in the same transaction (``codejury.record.limits``). A store that
-    cannot be counted lets the review run, with one warning line and a ``caps_unchecked`` event (recording
-    never blocks a review)."""
+    """The check every review passes before any model is called (``ReviewOptions.admit``): the skip rules
+    (``[skip]``; not for a review a writer asked for), the routing document's kill switch, then the daily caps of
+    ``[limits]`` counted in the review store, where an admitted review reserves its slot in the same transaction
+    (``codejury.record.limits``). A store that cannot be counted lets the review run, with one warning line and a
+    ``caps_unchecked`` event (recording never blocks a review)."""
+    if not run.options.forced and (skipped := skipped_by(run.settings.skip, run.change.meta, run.change.files)):
+        return Refusal(skipped, "skip")  # published as not reviewed, with the rule (a writer's review overrides it)
     if run.config.stopped is not None:
         return Refusal(run.config.stopped, "kill_switch")
     if not run.settings.limits.capped:

@@ -135,6 +135,8 @@ class ChangeMeta:
     """The head commit reviewed; empty when only a diff is known."""
     discussion: Discussion | None = None
     """The merge request's or pull request's discussion on its forge; None when the review is not on a forge."""
+    labels: tuple[str, ...] = ()
+    """The merge request's or pull request's labels on its forge (none elsewhere)."""
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,7 @@ class JobRunner:
                 model_for=self.setup.model_for, config_file=self.setup.config_file,
                 remote_config=self.setup.remote_config, plugins=self.setup.plugins, url=request.url,
                 publish=True, max_inline=self.setup.max_inline, skip_reviewed_head=not request.forced,
+                forced=request.forced,
             )  # fmt: skip
             try:
                 outcome = await reviews.review(env, flags, recorders=recorders)

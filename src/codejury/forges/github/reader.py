@@ -84,6 +84,7 @@ class PullRequestReader:
             change_id=f"#{number}",
             head_sha=pr.head_sha,
             discussion=self._discussion(issue_comments, review_comments),
+            labels=pr.labels,
         )
         remote = Remote(f"{github_instance(pull.env).web_url}/{repo}.git", "x-access-token", pull.target.token)
         side = await pull.head_side(

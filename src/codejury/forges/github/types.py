@@ -38,14 +38,16 @@ class PullRequest:
     head_repo: str = ""
     """``owner/name`` of the head's repository: a fork's when it differs from ``base_repo``."""
     base_repo: str = ""
+    labels: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> PullRequest:
         head, base = d.get("head") or {}, d.get("base") or {}
+        labels = tuple(str(x["name"]) for x in d.get("labels") or () if isinstance(x, dict) and x.get("name"))
         return cls(
             int(d["number"]), d.get("title") or "", d.get("body") or "", user_login(d), head.get("sha", ""),
             base.get("sha", ""), head.get("ref", ""), base.get("ref", ""), d.get("state", ""), bool(d.get("draft")),
-            d.get("html_url") or "", _repo_name(head), _repo_name(base),
+            d.get("html_url") or "", _repo_name(head), _repo_name(base), labels,
         )  # fmt: skip
 
 

@@ -131,6 +131,7 @@ class MergeRequestReader:
             change_id=f"!{iid}",
             head_sha=pull.head_sha,
             discussion=self._discussion(),
+            labels=mr.labels,
         )
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base.result(), left_out=side.left_out, head=side.head,

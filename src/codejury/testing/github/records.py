@@ -103,6 +103,7 @@ class Pull:
     files: dict[str, PullFile]
     versions: dict[str, dict[str, PullFile]] = field(default_factory=dict)  # head sha -> files
     head_repo: str | None = None  # a fork's full name; None: the same repository
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -67,6 +67,7 @@ class RestRoutes(GitHubState):
             "head": {"sha": pull.head_sha, "ref": pull.head_ref, "repo": head_repo},
             "base": {"sha": pull.base_sha, "ref": pull.base_ref, "repo": repo},
             "changed_files": len(pull.files), "html_url": f"https://github.test/{pull.repo}/pull/{pull.number}",
+            "labels": [{"name": label, "color": "ededed"} for label in pull.labels],
         }  # fmt: skip
 
     def _list_files(self, call: Call) -> Reply:

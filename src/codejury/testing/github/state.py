@@ -132,8 +132,10 @@ class GitHubState:
         head_repo: str | None = None,
         patch_left_out: Collection[str] = (),
         renamed: Mapping[str, str] | None = None,
+        labels: Collection[str] = (),
     ) -> int:
-        """Open a pull request; ``files`` maps a path to (base text, head text), None for absent.
+        """Open a pull request; ``files`` maps a path to (base text, head text), None for absent; ``labels``: its
+        labels' names.
 
         ``patch_left_out``: files GitHub lists without a patch (as it does for a file the change's own
         ``.gitattributes`` marks ``binary`` or ``-diff``). ``renamed``: a path of ``files`` -> where it was on
@@ -159,6 +161,7 @@ class GitHubState:
                 built[path].patch_left_out = built[path].old_text == built[path].new_text
             pull = Pull(repo_name, number, self._new_id(), title, body, author, head, base, head_ref, base_ref, built)
             pull.head_repo = head_repo
+            pull.labels = list(labels)
             pull.versions[head] = built
             tree = dict(self._contents.get(base, {})) | dict(base_files or {})
             tree |= {moved.get(path, path): old for path, (old, _) in files.items() if old is not None}
@@ -206,6 +209,11 @@ class GitHubState:
             for thread in self._threads_of(pull):
                 self._check_outdated(pull, thread)
             return pull.head_sha
+
+    def set_labels(self, number: int, labels: Collection[str], *, repo: str | None = None) -> None:
+        """The pull request's labels, as a person with triage access sets them."""
+        with self._lock:
+            self._pull(repo, number).labels = list(labels)
 
     def add_issue_comment(self, number: int, body: str, *, user: str, repo: str | None = None) -> int:
         """A human's comment on the pull request's conversation."""
