@@ -286,3 +286,12 @@ def test_stats_search_and_learn_read_the_same_layers_as_a_review(tmp_path: Path)
     assert settings.fail_on == "critical" and settings.max_cost_usd == 1.0
     assert settings.record_url == "sqlite:///reviews.db"  # the environment over the repository's file
     assert dict(settings.models) == {}  # no default model chosen: that is a review's business
+
+
+def test_a_table_a_later_layer_sets_in_part_keeps_the_earlier_layers_other_keys() -> None:
+    change = change_with({".codejury.toml": "[limits]\nreviews_per_day = 5\n[retrieval]\nrerank_candidates = 12\n"})
+    env = {"CODEJURY_LIMITS__SPEND_PER_DAY_USD": "9.5", "CODEJURY_RETRIEVAL__RERANK_MODEL": "reviewer"}
+    settings, _ = load_settings(change, env, config_file_text=("ci.toml", "[limits]\nreviews_per_day = 7\n"))
+    assert (settings.limits.reviews_per_day, settings.limits.spend_per_day_usd) == (7, 9.5)
+    assert (settings.retrieval.rerank_candidates, settings.retrieval.rerank_model) == (12, "reviewer")
+    assert settings.limits.capped and not Settings().limits.capped
