@@ -133,6 +133,8 @@ class Settings:
     votes_needed: int | None = None
     """Samples that must agree on a finding; None: a majority."""
     weak_panel: str = _DEFAULT.weak_panel
+    intent_tokens: int = _DEFAULT.intent_tokens
+    """Tokens of the linked issues in the reviewers' shared context; 0: none."""
     describe: bool = _DEFAULT.describe
     """False: no walkthrough of the change is written (one line says so)."""
     """``single``: a weak model's built-in specialists collapse into one generalist call; ``panel``: one call each."""

@@ -420,6 +420,13 @@ class FileTable(_Table):
         "place of the security, performance, code quality, documentation and release reviewers (the AGENTS.md, "
         "compliance and your own reviewers still run); panel, one call per reviewer.",
     )
+    intent_tokens: Annotated[int, Field(ge=0), TypeLabel("integer ≥ 0")] = Field(
+        default=1500,
+        description="Budget in tokens of the issues the change says it resolves (Fixes #12, Closes group/project#3: "
+        "read from its forge with the forge's token, at most 5) in the reviewers' shared context, fenced as data; "
+        "a reviewer reports an acceptance criterion the change does not meet as a finding that quotes it. 0 leaves "
+        "them out.",
+    )
     describe: bool = Field(
         default=True,
         description="Write a walkthrough of each reviewed change (what it does, its files by purpose, a diagram of a "

@@ -52,6 +52,9 @@ from codejury.stages.walkthrough import beside_the_panel, describe_stage, walkth
 from codejury.stages.workspace import workspace_stage
 from codejury.telemetry.tracing import span, traced, traced_review
 
+CHARS_PER_TOKEN = 4
+"""Characters a token budget of the shared context stands for (``intent_tokens``)."""
+
 if TYPE_CHECKING:
     from codejury.agents.walkthrough import Written
     from codejury.analyzers.junit import TestCoverage, TestReport
@@ -160,6 +163,7 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
             if run.options.baseline == "naive":
                 return await naive_stage(run, models)
             _say_discussion(run)
+            _say_intent(run)
             tests = _tests(run)  # --tests: the failing tests, matched to the changed functions
             # The change explained: beside the reviewers, or after the judge on a model serving one request at a time.
             walking = walkthrough_started(run, models) if beside_the_panel(run, models) else None
@@ -185,6 +189,7 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
     notes += [unpriced] if unpriced is not None else []
     notes += context_notes(run.events.events)  # prompts past half a model's context window
     notes += [written.note] if written.note is not None else []
+    notes += list(run.change.meta.intent_notes)  # linked issues the forge's token could not read
     stopped = models.budget.reason() if models.budget is not None else None
     with span("verdict"):
         # Every format names the failing tests, apart from what the review could not do.
@@ -357,6 +362,7 @@ def _context_text(run: ReviewRun, tests: TestCoverage | None = None) -> str:
         repo_instructions=config.repo_instructions,
         custom_rules=config.custom_rules,
         org_instructions=config.org_instructions,
+        intent_chars=run.settings.intent_tokens * CHARS_PER_TOKEN,
     )
     return text + tests_context(tests, run.settings.test_failures_tokens)
 
@@ -396,6 +402,23 @@ def _say_discussion(run: ReviewRun) -> None:
         "discussion", available=given, forge=discussion.forge, threads=len(discussion.threads), open=opened,
         **({} if given else {"reason": "discussion_tokens is 0"}),
     )  # fmt: skip
+
+
+def _say_intent(run: ReviewRun) -> None:
+    """Which issues the change says it resolves reached the reviewers, in the events and one progress line."""
+    meta = run.change.meta
+    read = [issue.ref for issue in meta.linked_issues]
+    run.events.emit(
+        "intent", linked=read, unread=list(meta.intent_notes), shown=bool(read) and run.settings.intent_tokens > 0
+    )
+    if meta.discussion is None:
+        return  # not on a forge: no issue is read
+    if not read and not meta.intent_notes:
+        run.options.say("intent: the change links no issue (Fixes #N, Closes #N): nothing was fetched")
+    elif read:
+        run.options.say(
+            f"intent: the reviewers read the linked {'issue' if len(read) == 1 else 'issues'} {', '.join(read)}"
+        )
 
 
 def _instructions(run: ReviewRun) -> list[tuple[str, str | None]]:

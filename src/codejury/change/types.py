@@ -115,6 +115,17 @@ class PreviousReview:
 
 
 @dataclass(frozen=True)
+class LinkedIssue:
+    """An issue the change says it resolves (``Fixes #12``), as its forge serves it: untrusted text."""
+
+    ref: str
+    """As the change names it: ``#12``, ``group/project#12``."""
+    title: str
+    body: str
+    url: str = ""
+
+
+@dataclass(frozen=True)
 class ChangeMeta:
     """User-controlled metadata about a change: every field is untrusted text."""
 
@@ -137,6 +148,10 @@ class ChangeMeta:
     """The merge request's or pull request's discussion on its forge; None when the review is not on a forge."""
     labels: tuple[str, ...] = ()
     """The merge request's or pull request's labels on its forge (none elsewhere)."""
+    linked_issues: tuple[LinkedIssue, ...] = ()
+    """The issues the change says it resolves, read from its forge (``change.intent``); none elsewhere."""
+    intent_notes: tuple[str, ...] = ()
+    """What could not be read of them, one line each (an issue the token cannot see)."""
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,8 @@ def screen_change(
     screen.text("description", "description", meta.description or "", hidden_comments=True)
     for number, message in enumerate(meta.commits, start=1):
         screen.text("commit_message", f"commit {number}", message)
+    for issue in meta.linked_issues:  # what the change says it resolves: people's text on the forge, read as data
+        screen.text("linked_issue", f"issue {issue.ref}", f"{issue.title}\n{issue.body}", hidden_comments=True)
     if meta.discussion is not None:  # on a forge: every person's comment, in its thread
         for place, body in human_bodies(meta.discussion):
             screen.text("comment", place, body)

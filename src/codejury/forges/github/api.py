@@ -249,6 +249,19 @@ class GitHubAPI:
         item = _decode(data)
         return item if isinstance(item, dict) else None
 
+    async def issue(self, repo: str, number: int) -> tuple[str, str, str] | None:
+        """An issue's title, body and page (``GET /repos/{repo}/issues/{n}``); None when the token cannot see it,
+        it does not exist, or it is a pull request."""
+        try:
+            data = _decode(await self._request("GET", f"/repos/{repo}/issues/{int(number)}"))
+        except GitHubRefused as exc:
+            if exc.status in (404, 410):
+                return None
+            raise
+        if not isinstance(data, dict) or "pull_request" in data:
+            return None
+        return str(data.get("title") or ""), str(data.get("body") or ""), str(data.get("html_url") or "")
+
     async def file_text(self, repo: str, path: str, ref: str) -> str | None:
         """The text of ``path`` at ``ref``, or None when it is absent there (or is not a file)."""
         item = await self._contents(repo, path, ref)

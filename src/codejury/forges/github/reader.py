@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 from codejury.change.discussion import Discussion, DiscussionComment, DiscussionThread
+from codejury.change.intent import read_linked
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, PrefetchedBase
 from codejury.checkout.cache import Remote
 from codejury.forges.adapter import human_comments, resolved_by_human, thread_replies
@@ -86,6 +89,9 @@ class PullRequestReader:
             discussion=self._discussion(issue_comments, review_comments),
             labels=pr.labels,
         )
+        host = urlsplit(github_instance(pull.env).web_url).hostname or ""
+        issues, notes = await read_linked(meta, host, lambda ref: pull.api.issue(ref.repo or repo, ref.number))
+        meta = replace(meta, linked_issues=issues, intent_notes=notes)
         remote = Remote(f"{github_instance(pull.env).web_url}/{repo}.git", "x-access-token", pull.target.token)
         side = await pull.head_side(
             pull.target.in_ci, pull.env.get("GITHUB_WORKSPACE"), pr.head_sha, files, remote,

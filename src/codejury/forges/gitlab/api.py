@@ -128,6 +128,17 @@ class GitLabAPI:
     async def discussions(self, project: ProjectRef, iid: int) -> list[Discussion]:
         return [Discussion.from_json(d) for d in await self._pages(_mr_path(project, iid) + "/discussions")]
 
+    async def issue(self, project: ProjectRef, iid: int) -> tuple[str, str, str] | None:
+        """An issue's title, description and page (``GET /projects/:id/issues/:iid``); None when the token cannot
+        see it or it does not exist."""
+        try:
+            data = await self._json("GET", f"/projects/{_project(project)}/issues/{int(iid)}")
+        except ForgeRefused as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+        return str(data.get("title") or ""), str(data.get("description") or ""), str(data.get("web_url") or "")
+
     async def file_text(self, project: ProjectRef, path: str, ref: str) -> str | None:
         """A file's text at ``ref`` (a sha or branch), None when it does not exist there."""
         api_path = f"/projects/{_project(project)}/repository/files/{quote(path, safe='')}/raw"

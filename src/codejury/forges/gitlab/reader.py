@@ -18,9 +18,12 @@ import asyncio
 import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 from codejury.change.discussion import Discussion as ChangeDiscussion
 from codejury.change.discussion import DiscussionComment, DiscussionThread
+from codejury.change.intent import read_linked
 from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedBase
 from codejury.checkout.cache import Remote
 from codejury.errors import InputError
@@ -133,6 +136,9 @@ class MergeRequestReader:
             discussion=self._discussion(),
             labels=mr.labels,
         )
+        host = urlsplit(gitlab_instance(pull.env).web_url).hostname or ""
+        issues, unread = await read_linked(meta, host, lambda ref: pull.api.issue(ref.repo or project, ref.number))
+        meta = replace(meta, linked_issues=issues, intent_notes=unread)
         return ChangeSet(
             files=files, meta=meta, root=side.root, base=base.result(), left_out=side.left_out, head=side.head,
             no_tree=side.missing or "", head_unread=side.unread or "",

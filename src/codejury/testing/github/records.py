@@ -59,6 +59,7 @@ class Repo:
     permissions: dict[str, Permission] = field(default_factory=dict)
     commits: set[str] = field(default_factory=set)
     parents: dict[str, str | None] = field(default_factory=dict)  # commit -> parent (None: a root)
+    issues: dict[int, tuple[str, str]] = field(default_factory=dict)  # number -> (title, body)
 
 
 @dataclass

@@ -55,6 +55,24 @@ class RestRoutes(GitHubState):
         return Reply(200, {"id": repo.id, "name": name, "full_name": repo.full_name, "owner": owner,
                             "private": False, "default_branch": "main"})  # fmt: skip
 
+    def _get_issue(self, call: Call) -> Reply:
+        """An issue, or a pull request as GitHub serves it on the issues API (with ``pull_request``); 404 for a
+        repository or number it does not know."""
+        repo = self._repos.get(call.args["repo"])
+        number = int(call.args["n"])
+        if repo is None:
+            raise Refusal(404, "Not Found")
+        html = f"https://github.test/{repo.full_name}/issues/{number}"
+        if (repo.full_name, number) in self._pulls:
+            pull = self._pulls[(repo.full_name, number)]
+            marker = {"url": f"{repo.full_name}/pulls/{number}"}
+            return Reply(200, {"number": number, "title": pull.title, "body": pull.body, "html_url": html,
+                               "state": "open", "pull_request": marker})  # fmt: skip
+        if number not in repo.issues:
+            raise Refusal(404, "Not Found")
+        title, body = repo.issues[number]
+        return Reply(200, {"number": number, "title": title, "body": body, "html_url": html, "state": "open"})
+
     def _get_pull(self, call: Call) -> Reply:
         return Reply(200, self._pull_json(self._pull(call.args["repo"], int(call.args["n"]))))
 

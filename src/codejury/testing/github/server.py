@@ -166,6 +166,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub, Call], Reply]]] 
         ("GET", _REPO + r"/contents(?:/(?P<path>.*))?", FakeGitHub._get_contents),
         ("GET", _REPO + r"/commits/(?P<ref>[^/]+)/check-runs", FakeGitHub._list_check_runs),
         ("GET", _REPO + r"/compare/(?P<basehead>[^/]+)", FakeGitHub._compare),
+        ("GET", _REPO + r"/issues/(?P<n>\d+)", FakeGitHub._get_issue),
         ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", FakeGitHub._list_issue_comments),
         ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", FakeGitHub._post_issue_comment),
         ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", FakeGitHub._patch_issue_comment),

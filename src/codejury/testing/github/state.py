@@ -210,6 +210,11 @@ class GitHubState:
                 self._check_outdated(pull, thread)
             return pull.head_sha
 
+    def add_issue(self, number: int, title: str, body: str, *, repo: str | None = None) -> None:
+        """An open issue of ``repo`` (the default one), served by the issues API."""
+        with self._lock:
+            self._repos[repo or self.default_repo].issues[number] = (title, body)
+
     def set_labels(self, number: int, labels: Collection[str], *, repo: str | None = None) -> None:
         """The pull request's labels, as a person with triage access sets them."""
         with self._lock:

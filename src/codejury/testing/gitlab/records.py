@@ -159,6 +159,7 @@ class Project:
     mrs: dict[int, MergeRequest] = field(default_factory=dict)
     commits: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> {path: text}, the whole tree
     branches: dict[str, str] = field(default_factory=dict)  # name -> head sha (the default branch: "main")
+    issues: dict[int, tuple[str, str]] = field(default_factory=dict)  # iid -> (title, description)
 
 
 @dataclass(frozen=True)

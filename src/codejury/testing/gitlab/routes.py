@@ -48,6 +48,16 @@ def _get_member(gl: GitLabState, call: Call) -> tuple[int, Any]:
     return 200, {**user.json(), "access_level": project.members[user.id]}
 
 
+def _get_issue(gl: GitLabState, call: Call) -> tuple[int, Any]:
+    project = gl._project(call, GUEST)  # a guest sees the issues of a project it is a member of
+    iid = int(call.args["iid"])
+    if iid not in project.issues:
+        raise refuse(404, "404 Not found")
+    title, description = project.issues[iid]
+    return 200, {"iid": iid, "project_id": project.id, "title": title, "description": description,
+                 "state": "opened", "web_url": f"{gl.url}/{project.path}/-/issues/{iid}"}  # fmt: skip
+
+
 def _get_mr(gl: GitLabState, call: Call) -> tuple[int, Any]:
     return 200, gl._mr_json(gl._mr(call)[1])
 
@@ -267,6 +277,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Endpoint]] = [
         ("POST", r"/projects/(?P<project>[^/]+)/repository/branches", post_branch),
         ("POST", r"/projects/(?P<project>[^/]+)/repository/commits", post_commit),
         ("POST", r"/projects/(?P<project>[^/]+)/merge_requests", post_merge_request),
+        ("GET", r"/projects/(?P<project>[^/]+)/issues/(?P<iid>\d+)", _get_issue),
         ("GET", _MR, _get_mr),
         ("GET", _MR + "/versions", _get_versions),
         ("GET", _MR + "/diffs", _get_diffs),

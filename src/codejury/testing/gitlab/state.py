@@ -111,6 +111,11 @@ class GitLabState:
         with self._lock:
             self._tokens[token] = (self._users[username], job)
 
+    def add_issue(self, project_id: int, iid: int, title: str, description: str) -> None:
+        """An open issue of the project, served by the issues API to its members."""
+        with self._lock:
+            self._projects[project_id].issues[iid] = (title, description)
+
     def add_mr(self, project_id: int, iid: int, *, files: FileSpec | None = None, diff: str | None = None,
                author: str = "alice", title: str = "Add a feature", description: str = "",
                source_branch: str = "feature", target_branch: str = "main",
