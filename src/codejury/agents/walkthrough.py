@@ -32,6 +32,7 @@ from pydantic_ai.usage import RunUsage
 from codejury.agents.prompts import fence
 from codejury.change.types import ChangeMeta, FileChange
 from codejury.findings import Usage, Walkthrough, WalkthroughFile, WalkthroughGroup
+from codejury.render import counted
 from codejury.models.pricing import PriceTable, estimate_tokens, usage_from_run
 from codejury.models.profiles import ResolvedModel
 from codejury.workspace import numbered_patch
@@ -348,7 +349,7 @@ def _plain_summary(files: Sequence[FileChange]) -> str:
     added = sum(f.additions for f in files)
     removed = sum(f.deletions for f in files)
     count = len(files)
-    return f"Changes {count} file{'s' * (count != 1)}: {added} lines added, {removed} removed."
+    return f"Changes {counted(count, 'file')}: {counted(added, 'line')} added, {removed} removed."
 
 
 def _diagram(source: str, diff: _Diff) -> str | None:

@@ -5,6 +5,7 @@ names a command becomes a queued chat job:
 
 - ``/codejury review``: review the merge request again now;
 - ``/codejury ask <question>``: the coordinator's model answers in the thread;
+- ``/codejury describe``: the walkthrough of the change, written again now, answered in the thread;
 - ``/codejury help``, or any word it does not know: a short help reply;
 - a comment that says exactly ``break glass`` (as ``codejury review`` reads it): a re-review,
   which forces approval;
@@ -46,6 +47,8 @@ def parse_command(body: str) -> tuple[CommandName, str] | None:
             return "review", ""
         if word == "ask" and rest:
             return "ask", rest[:MAX_QUESTION_CHARS]
+        if word == "describe":
+            return "describe", ""
         return "help", word
     if _BREAK_GLASS.search(text):
         return "break_glass", ""

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from codejury.forges.safety import checked, inline_code
+from codejury.forges.safety import checked, inline_code, safe_line
 from codejury.service.ask import LIGHTHEARTED_FOOTER, answer_question
 from codejury.service.chat import ChatCommand, review_key
 from codejury.service.webhooks import ReviewRequest
@@ -41,6 +41,7 @@ HELP = "\n".join(
         "",
         "- `/codejury review`: review this merge request again now",
         "- `/codejury ask QUESTION`: ask about this change",
+        "- `/codejury describe`: the walkthrough of this change, written again now",
         "- `break glass` on a line of its own: approve whatever the review finds (recorded)",
         "",
         "A reply in one of codejury's threads starts a re-review: `won't fix` dismisses the finding.",
@@ -76,6 +77,10 @@ async def run_chat(
         if command.name == "help":
             await conversation.reply(_help_reply(command))
             return "help posted"
+        if command.name == "describe":
+            reply, outcome = await _described(request, env, setup, session)
+            await conversation.reply(reply)
+            return outcome
         asked = await answer_question(
             await forge.load_change(),
             command,
@@ -89,6 +94,27 @@ async def run_chat(
         )
         await conversation.reply(asked.reply)
         return asked.outcome()
+
+
+async def _described(request: ReviewRequest, env: dict[str, str], setup: Any, session: Session) -> tuple[str, str]:
+    """The walkthrough of the merge request, written now by the session as ``codejury describe`` writes it (the
+    review's settings, kill switch, daily caps and models), as the reply and its outcome line."""
+    from codejury.errors import ReviewRefused
+    from codejury.forges.summary import walkthrough_section
+    from codejury.session import ReviewFlags
+
+    flags = ReviewFlags(
+        url=request.url, model=setup.model, model_for=setup.model_for, config_file=setup.config_file,
+        remote_config=setup.remote_config, plugins=setup.plugins,
+    )  # fmt: skip
+    try:
+        written = await session.describe(env, flags)
+    except ReviewRefused as exc:
+        return checked(f"codejury is not describing this merge request now: {safe_line(str(exc))}."), "refused"
+    if written.walkthrough is None:
+        note = safe_line(written.note or "its model did not write one")
+        return checked(f"codejury could not write the walkthrough: {note}."), "walkthrough not written"
+    return checked("\n".join(walkthrough_section(written.walkthrough))), "walkthrough posted"
 
 
 def _help_reply(command: ChatCommand) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 ForgeName = Literal["github", "gitlab"]
-CommandName = Literal["review", "ask", "help", "break_glass", "reply"]
+CommandName = Literal["review", "ask", "describe", "help", "break_glass", "reply"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,8 @@ class ChatCommand:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ChatCommand:
-        name = data.get("name")
-        if name not in ("review", "ask", "help", "break_glass", "reply"):
+        name: CommandName = data.get("name")  # type: ignore[assignment]  # checked on the next line
+        if name not in get_args(CommandName):
             raise ValueError(f"a queued chat job names no known command: {name!r}")
         author_id = data.get("author_id")
         return cls(
