@@ -32,9 +32,9 @@ from pydantic_ai.usage import RunUsage
 from codejury.agents.prompts import fence
 from codejury.change.types import ChangeMeta, FileChange
 from codejury.findings import Usage, Walkthrough, WalkthroughFile, WalkthroughGroup
-from codejury.render import counted
 from codejury.models.pricing import PriceTable, estimate_tokens, usage_from_run
 from codejury.models.profiles import ResolvedModel
+from codejury.render import counted
 from codejury.workspace import numbered_patch
 
 AGENT_NAME = "walkthrough"
