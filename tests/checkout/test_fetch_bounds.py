@@ -43,9 +43,16 @@ def remote(gh: FakeGitHub) -> Remote:
     return Remote(f"{gh.origin}/octo/app.git", "x-access-token", TOKEN)
 
 
-def packs(gh: FakeGitHub) -> list[int]:
-    """The bytes of each pack answer that reached the client."""
-    return [r.sent for r in gh.git.requests if r.method == "POST" and r.status == 200]
+def packs(gh: FakeGitHub, *, settled_within_s: float = 30.0) -> list[int]:
+    """The bytes of each pack answer that reached the client, once the server has counted them: it counts a pack
+    when its sending ends, which for a client that hung up is the next write after the hang-up (on a busy
+    machine, after the fetch has already returned)."""
+    deadline = time.monotonic() + settled_within_s
+    while True:
+        sent = [r.sent for r in gh.git.requests if r.method == "POST" and r.status == 200]
+        if all(n > 0 for n in sent) or time.monotonic() > deadline:
+            return sent
+        time.sleep(0.05)
 
 
 def test_the_cap_stops_the_download_as_it_is_passed(forge: FakeGitHub, tmp_path: Path) -> None:
