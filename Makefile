@@ -108,7 +108,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy --cache-dir "$(MYPY_CACHE)"
 	$(VENV)/bin/lint-imports --no-cache
-	$(VENV)/bin/zizmor --offline --quiet --config .github/zizmor.yml .github/workflows action.yml docs/ci/github-workflow.yml
+	$(VENV)/bin/zizmor --offline --quiet --config .github/zizmor.yml .github/workflows action.yml docs/ci/github-workflow.yml docs/ci/github-comment-workflow.yml
 
 # Options given to every benchmark: `make bench BENCH_FLAGS=--smoke` runs each at its smoke size (seconds each, the
 # scripted model only: what the test suite runs, tests/test_benchmarks.py).

@@ -37,6 +37,7 @@ from codejury.flags import ReviewFlags, review_flags, review_options
 from codejury.learn_command import learn_command
 from codejury.search_command import search_command
 from codejury.service.commands import serve_command, worker_command
+from codejury.service.comment_command import comment_command
 from codejury.stats_command import stats_command
 
 EXIT_CODES = (
@@ -146,6 +147,7 @@ def _check_forge_flags(f: ReviewFlags) -> None:
         raise InputError("--dry-run posts nothing: drop --publish")
 
 
+cli.add_command(comment_command)
 cli.add_command(describe_command)
 cli.add_command(eval_command)
 cli.add_command(stats_command)
