@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, Connection, case, func, select
 from codejury.dashboard.series import ActedPoint
 from codejury.forges.hosts import ForgeHosts, ForgeInstance
 from codejury.record import schema
+from codejury.record.memory import suppressed_by_repository
 
 BLOCKING_VERDICT = "requested_changes"
 _SEGMENT = re.compile(r"[A-Za-z0-9_.~+-]+")
@@ -42,6 +43,8 @@ class RepositoryRow:
     followed_up: int
     acted_on: int
     blocked: int
+    suppressed: int = 0
+    """Findings memory did not publish again: a writer dismissed them before in this repository."""
 
     @property
     def acted_on_rate(self) -> float | None:
@@ -72,6 +75,9 @@ def repository_table(conn: Connection, scope: ColumnElement[bool]) -> list[Repos
     for repository, n in conn.execute(findings):
         if repository in rows:
             rows[repository].findings = int(n)
+    for row in suppressed_by_repository(conn, scope):
+        if row.key in rows:
+            rows[row.key].suppressed = row.suppressed
     return sorted(rows.values(), key=lambda row: (-row.cost_usd, -row.reviews, row.repository))
 
 
