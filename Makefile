@@ -23,12 +23,13 @@ $(PY):
 # uv first tries its cache alone (--offline): on a machine that installed these packages before, that takes 1.2 s,
 # where asking PyPI whether each of the ~150 index pages changed took 2.4 to 14 s (measured on a 2-core machine); it
 # resolves the same constraints, to the newest versions the cache holds. Where the cache lacks one, uv asks PyPI.
-UV_INSTALL = $(VENV)/bin/uv pip install --quiet --python $(PY) --override dev-overrides.txt -e '.[local,dev]'
-$(STAMP): pyproject.toml dev-overrides.txt | $(PY)
+UV_INSTALL = $(VENV)/bin/uv pip install --quiet --python $(PY) --override dev-overrides.txt -e '.[local,dev]' \
+	-e packages/codejury-testing
+$(STAMP): pyproject.toml packages/codejury-testing/pyproject.toml dev-overrides.txt | $(PY)
 	$(UV_INSTALL) --offline 2>/dev/null || $(UV_INSTALL) || { \
 		echo "install: uv failed (above); installing with pip" >&2; \
 		$(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip --default-pip >/dev/null; \
-		$(PY) -m pip install --quiet --no-compile -e '.[local,dev]'; }
+		$(PY) -m pip install --quiet --no-compile -e '.[local,dev]' -e packages/codejury-testing; }
 	touch $(STAMP)
 
 # The installed packages' bytecode, once per install, one process per core, even where PYTHONDONTWRITEBYTECODE is set,
@@ -99,13 +100,13 @@ test-fast: $(STAMP)
 # about 1 s of CPU instead of 25 s; a cache that is missing or from another tree only costs the full check.
 MYPY_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codejury-dev/mypy
 
-## ruff's rules and formatting over src, tests and benchmarks; strict mypy over src (codejury.testing included);
+## ruff's rules and formatting over src, tests, benchmarks and packages; strict mypy over src and the fakes' package;
 ## the import contracts of .importlinter (no import cycle, imports inside functions included; the layers);
 ## zizmor (installed with codejury as an analyzer) over this repository's workflows, its action and the documented
 ## example workflow, offline, with .github/zizmor.yml: any finding fails.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks packages
+	$(VENV)/bin/ruff format --check src tests benchmarks packages
 	$(VENV)/bin/mypy --cache-dir "$(MYPY_CACHE)"
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/zizmor --offline --quiet --config .github/zizmor.yml .github/workflows action.yml docs/ci/github-workflow.yml docs/ci/github-comment-workflow.yml

@@ -25,8 +25,9 @@ KEY = "chaos-key-0000"
 
 
 def settings_for(base_url: str, stall_s: float) -> Any:
+    from codejury_fakes.panel_replies import REVIEWERS
+
     from codejury.config import Settings, merge_file_table
-    from codejury.testing.panel_replies import REVIEWERS
 
     names = (*REVIEWERS, "coordinator")
     table: dict[str, Any] = {
@@ -74,11 +75,12 @@ async def run(reviews: int, seed: int, rate: float) -> int:
 
 
 async def _runs(tmp: Path, reviews: int, seed: int, rate: float) -> int:
+    from codejury_fakes.panel_replies import PATH, healthy
+    from codejury_fakes.provider_server import FakeProviderServer, RandomFaults, default_faults
+
     from codejury.models import registry
     from codejury.record.events import EventLog
     from codejury.testing.changes import AUTH_NEW, AUTH_OLD, make_change
-    from codejury.testing.panel_replies import PATH, healthy
-    from codejury.testing.provider_server import FakeProviderServer, RandomFaults, default_faults
 
     kinds = [
         "rate_limited",

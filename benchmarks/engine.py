@@ -250,10 +250,11 @@ async def run_tokens(*, extra: bool) -> dict[str, Any]:
 
 def run_bounds() -> None:
     """Each bounded call's wall time beside its budget."""
+    from codejury_fakes.routing_server import RoutingServer
+
     from codejury.agents.tools import RepoTools
     from codejury.remote_config import fetch_routing
     from codejury.reviewers.instructions import fetch_template
-    from codejury.testing.routing_server import RoutingServer
 
     rows: list[tuple[str, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="codejury-bench-bounds-") as tmp:

@@ -105,7 +105,7 @@ def inline_threads(gl: Any) -> int:
 
 
 async def gitlab(latency: float, sizes: Sizes) -> None:
-    from codejury.testing.gitlab import FakeGitLab
+    from codejury_fakes.gitlab import FakeGitLab
 
     # 1. First review, 20 findings (and 5 and 40, to show what the cost grows with).
     for count in sizes.first:
@@ -159,7 +159,7 @@ async def publish_github_once(gh: Any, review: Any, max_inline: int) -> tuple[in
 
 
 def github_fake(latency: float, files: dict[str, tuple[str, str]]) -> Any:
-    from codejury.testing.github import FakeGitHub
+    from codejury_fakes.github import FakeGitHub
 
     gh = FakeGitHub(GITHUB_REPO, latency_s=latency)
     gh.add_user("alice")
@@ -170,7 +170,7 @@ def github_fake(latency: float, files: dict[str, tuple[str, str]]) -> Any:
 
 
 def bot_threads(gh: Any) -> list[Any]:
-    from codejury.testing.github import ACTIONS_LOGIN
+    from codejury_fakes.github import ACTIONS_LOGIN
 
     return [t for t in gh.threads(7) if t.comments[0].user == ACTIONS_LOGIN]
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from codejury_fakes.gitlab import FakeGitLab  # noqa: E402
 from index import change, generate  # noqa: E402
 
 from codejury.checkout.cache import Remote, RepoCache  # noqa: E402
-from codejury.testing.gitlab import FakeGitLab  # noqa: E402
 
 CHANGED = 20
 

@@ -45,6 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _recall import QUESTIONS, Case, Tally, Target, load_cases, queries_of, score, table  # noqa: E402
+from codejury_fakes import FakeProviderServer  # noqa: E402
 from index import WORDS, change, generate  # noqa: E402
 
 from codejury.models.providers import ProviderSpec  # noqa: E402
@@ -53,7 +54,6 @@ from codejury.repocontext.index import RepoIndex, build_index  # noqa: E402
 from codejury.repocontext.retrieval import RetrievalConfig, Retriever, open_retriever  # noqa: E402
 from codejury.repocontext.store import VECTOR_FILE, IndexCache, default_cache_dir  # noqa: E402
 from codejury.repocontext.vectors import ChunkVectors, VectorStore, embed_index, open_vector_cache  # noqa: E402
-from codejury.testing import FakeProviderServer  # noqa: E402
 
 CHANGED = 20
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from codejury.testing.gitlab import FakeGitLab
+    from codejury_fakes.gitlab import FakeGitLab
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -165,8 +165,9 @@ def stop_child(child: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> None
 def published_state(gl: FakeGitLab, iids: Iterable[int], latest: Callable[[int], str]) -> tuple[list[int], int]:
     """The merge requests whose bot summary is missing or not at ``latest(iid)``, and the comments posted
     twice (a second summary, or two open threads carrying one finding marker)."""
+    from codejury_fakes.gitlab import FakeGitLab
+
     from codejury.forges.markers import parse_summary
-    from codejury.testing.gitlab import FakeGitLab
 
     stale: list[int] = []
     duplicates = 0
@@ -233,7 +234,7 @@ async def post_delivery(base: str, body: bytes, headers: dict[str, str]) -> tupl
 
 
 async def run(args: argparse.Namespace) -> int:
-    from codejury.testing.gitlab import FakeGitLab
+    from codejury_fakes.gitlab import FakeGitLab
 
     rng = random.Random(args.seed)
 

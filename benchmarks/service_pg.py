@@ -63,9 +63,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from codejury_fakes.gitlab import FakeGitLab  # noqa: E402
 from index import generate  # noqa: E402
 
-from codejury.testing.gitlab import FakeGitLab  # noqa: E402
 from codejury.testing.postgres import (  # noqa: E402
     PostgresServer,
     PostgresStartFailed,

@@ -97,7 +97,7 @@ async def one_review(tmp: Path, *, metrics: bool, traces: str | None, push: str 
 
 
 def collector(status: int = 200) -> Any:
-    from codejury.testing.loopback import LoopbackServer, QuietHandler
+    from codejury_fakes.loopback import LoopbackServer, QuietHandler
 
     class Handler(QuietHandler):
         def do_POST(self) -> None:
@@ -112,7 +112,7 @@ def collector(status: int = 200) -> Any:
 
 def silent_gateway() -> Any:
     """A Pushgateway that reads the push and never answers (until it stops)."""
-    from codejury.testing.loopback import LoopbackServer, QuietHandler
+    from codejury_fakes.loopback import LoopbackServer, QuietHandler
 
     class Handler(QuietHandler):
         def do_PUT(self) -> None:

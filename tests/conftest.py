@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.provider_server import FakeProviderServer
 from pydantic_ai import models
 
 from codejury.models import registry
@@ -19,7 +20,6 @@ from codejury.models.weights import SMALL_WEIGHTS, ensure_model_file
 from codejury.resilience import BOARDS
 from codejury.testing.postgres import PostgresServer, PostgresStartFailed, PostgresUnavailable
 from codejury.testing.postgres import postgres_server as start_postgres
-from codejury.testing.provider_server import FakeProviderServer
 
 models.ALLOW_MODEL_REQUESTS = False
 

@@ -332,10 +332,10 @@ def test_without_the_local_extra_the_notice_says_what_to_install(repo: Path, mon
 def test_a_review_prints_a_line_per_stage_on_stderr_and_only_the_review_on_stdout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from codejury_fakes.provider_server import FakeProviderServer, ToolCallReply
     from pydantic_ai import models
 
     from codejury.models import registry
-    from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 
     finding = {
         "category": "security", "severity": "warning", "path": "app/auth/users.py", "start_line": 10,

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.routing_server import RoutingServer
 from sqlalchemy import select
 
 from codejury.record import schema
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.review_seed import write_reviews
-from codejury.testing.routing_server import RoutingServer
 from tests.forges.test_github_bot import bot_reviews
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)
 from tests.forges.test_github_bot import run as github_run

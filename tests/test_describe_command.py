@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from codejury_fakes.routing_server import RoutingServer
 from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.cli import cli
 from codejury.render.jsonout import REVIEW_JSON_SCHEMA, schema_errors
-from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Fail, Raw, ScriptedResolver, Step
 from tests.engine_helpers import unified_diff
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 
 from codejury import remote_config
 from codejury.reviewers.instructions import fetch_template
-from codejury.testing.loopback import LoopbackServer, QuietHandler
 from tests.service.test_forge_hosts import CaptureServer
 
 ROUTING = b'{"disabled_providers": ["openai"]}'

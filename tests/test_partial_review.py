@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import ACTIONS_LOGIN, FakeGitHub
 
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_summary
 from codejury.testing.changes import AUTH_NEW, AUTH_OLD, unified_diff
-from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
 from codejury.testing.scripted import Final, Sleep
 from tests.forges.scripted_cli import scripted_review
 

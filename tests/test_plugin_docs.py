@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.provider_server import FakeProviderServer, ToolCallReply
 from pydantic_ai import models
 
 from codejury.cli import cli
 from codejury.models import registry
-from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.engine_helpers import unified_diff
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.routing_server import RoutingServer
 
 from codejury import remote_config
 from codejury.config import ProviderSettings
 from codejury.findings import Plan, Review
-from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Final, Raw
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 from tests.timing import FOREVER, bounded

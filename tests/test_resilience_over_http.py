@@ -16,6 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.panel_replies import PATH, REVIEWERS, healthy
+from codejury_fakes.provider_server import (
+    DropReply,
+    ErrorReply,
+    FakeProviderServer,
+    HangReply,
+    MalformedReply,
+    Reply,
+    SlowDripReply,
+    ToolCallReply,
+)
 from pydantic_ai import models
 
 from codejury.config import Settings, merge_file_table
@@ -26,17 +37,6 @@ from codejury.pipeline import ReviewOptions, review
 from codejury.plugins import Plugins, make_plugin_manager
 from codejury.record.events import EventLog
 from codejury.resilience import BreakerBoard
-from codejury.testing.panel_replies import PATH, REVIEWERS, healthy
-from codejury.testing.provider_server import (
-    DropReply,
-    ErrorReply,
-    FakeProviderServer,
-    HangReply,
-    MalformedReply,
-    Reply,
-    SlowDripReply,
-    ToolCallReply,
-)
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change
 from tests.timing import limit
 

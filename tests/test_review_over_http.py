@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.provider_server import ErrorReply, FakeProviderServer, TokenUsage, ToolCallReply
 from pydantic_ai import models
 
 from codejury.cli import cli
 from codejury.models import registry
-from codejury.testing.provider_server import ErrorReply, FakeProviderServer, TokenUsage, ToolCallReply
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 
 KEY = "gw-secret-key-4242"

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.provider_server import FakeProviderServer, HangReply, Reply, ToolCallReply
+from codejury_fakes.routing_server import RoutingServer
 
 from codejury import remote_config
 from codejury.cli import cli
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.provider_server import FakeProviderServer, HangReply, Reply, ToolCallReply
-from codejury.testing.routing_server import RoutingServer
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 from tests.forges.test_gitlab_bot import NEW, OLD, B
 from tests.forges.test_gitlab_bot import gl as gl  # noqa: F401  (the fixture)

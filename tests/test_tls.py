@@ -13,12 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codejury_fakes import FakeProviderServer, ToolCallReply
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-
-from codejury.testing import FakeProviderServer, ToolCallReply
 
 NEW = "def total(xs):\n    return sum(xs) + 1\n"
 CONFIG = """

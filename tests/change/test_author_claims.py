@@ -14,12 +14,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
 
 from codejury.change.noise import filter_stage, unread_code
 from codejury.change.sources import GitSource
 from codejury.change.types import ChangeSet, FileChange, PrefetchedBase
 from codejury.findings import Review
-from codejury.testing.github import FakeGitHub
 from codejury.testing.scripted import Final, Raw
 from tests.change.test_sources import commit, git, write
 from tests.engine_helpers import run_review, scripted_settings

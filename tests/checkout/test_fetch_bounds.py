@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
 
 from codejury.checkout.cache import Remote, RepoCache
-from codejury.testing.github import FakeGitHub
 from tests.forges.test_ci_checkout import git, upstream
 from tests.timing import FOREVER, limit
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
 
 from codejury.checkout.cache import Remote, RepoCache, repo_cache
-from codejury.testing.github import FakeGitHub
 from tests.forges.test_ci_checkout import HEAD, git, upstream
 
 TOKEN = "ghs_cache_test_token_0001"

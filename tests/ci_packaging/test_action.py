@@ -316,7 +316,7 @@ def _github_event(tmp_path: Path, gh: Any, repo: str, head_repo: str) -> dict[st
 def test_action_reviews_a_pull_request_end_to_end(
     scripted_bin: Path, checkout: Path, tmp_path: Path, fork: bool
 ) -> None:
-    from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
+    from codejury_fakes.github import ACTIONS_LOGIN, FakeGitHub
 
     repo, actions_token, fork_token = "octo/app", "ghs_actions_token_0001", "ghs_fork_token_0002"
     with FakeGitHub(repo) as gh:

@@ -222,8 +222,9 @@ def test_gitlab_example_includes_the_component_with_declared_inputs() -> None:
 def test_component_job_publishes_and_writes_the_code_quality_report(
     scripted_bin: Path, checkout: Path, tmp_path: Path
 ) -> None:
+    from codejury_fakes.gitlab import FakeGitLab
+
     from codejury.forges.markers import parse_summary
-    from codejury.testing.gitlab import FakeGitLab
 
     script, variables = _component_shell({"extra_args": SCRIPTED_MODEL_ARGS})
     with FakeGitLab() as gl:

@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from codejury_fakes.provider_server import ErrorReply, FakeProviderServer, Reply, TokenUsage, ToolCallReply
 from pydantic_ai import models
 
 from codejury.cli import cli
 from codejury.models import registry
-from codejury.testing.provider_server import ErrorReply, FakeProviderServer, Reply, TokenUsage, ToolCallReply
 
 KEY = "gw-eval-key-1234"
 

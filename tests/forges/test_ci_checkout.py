@@ -14,11 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import ACTIONS_LOGIN, FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.checkout import open_head_side
 from codejury.forges.markers import parse_summary
-from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import finding as model_finding
 from tests.forges.test_github_bot import ACTIONS, REPO, gh, run, summary, write_event
 from tests.forges.test_gitlab_bot import gl

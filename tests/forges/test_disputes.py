@@ -8,12 +8,12 @@ planning rules on their own.
 from __future__ import annotations
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.findings import ReplyVerdict, Review
 from codejury.forges.markers import parse_summary
 from codejury.forges.publish import PlanOptions, PreviousState, PreviousThread, Reply, disputes, plan_publish
 from codejury.forges.safety import check_published
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Raw, ScriptedResolver
 from tests.forges.test_gitlab_bot import A, B, bot_notes, gl, resolved, run, summary, threads, writes
 

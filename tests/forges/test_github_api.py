@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx2
 import pytest
+from codejury_fakes.github import OFF_DIFF, FakeGitHub
 
 from codejury.forges.errors import ForgeAuthError, ForgeUnavailable
 from codejury.forges.github.api import (
@@ -17,7 +18,6 @@ from codejury.forges.github.api import (
     GitHubRefused,
     ThreadUpdate,
 )
-from codejury.testing.github import OFF_DIFF, FakeGitHub
 
 REPO = "octo/app"
 ACTIONS = "ghs_workflow_token"

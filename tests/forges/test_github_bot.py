@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.github import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread
 from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.errors import InputError
@@ -19,7 +20,6 @@ from codejury.forges.github import target_from_env, target_from_url
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
-from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub, RecordedRequest, Thread
 from codejury.testing.scripted import Fail, Step
 from codejury.testing.scripted import finding as model_finding
 from tests.forges.scripted_cli import analyzers_off, scripted_review

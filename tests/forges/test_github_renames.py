@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
 
-from codejury.testing.github import FakeGitHub
 from tests.forges.test_ci_checkout import BASE, HEAD, SQL, git, upstream
 from tests.forges.test_github_bot import ACTIONS, REPO
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from codejury_fakes.github import FakeGitHub
 
 from codejury.agents.prompts import PREVIOUS_REVIEW_INTRO
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.markers import parse_summary
-from codejury.testing.github import FakeGitHub
 from tests.forges.scripted_cli import scripted_review
 from tests.forges.test_github_bot import ACTIONS, GH_ENV, NEW, OLD, REPO, A, B, bot_threads, pr_url, summary
 

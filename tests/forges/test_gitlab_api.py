@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx2
 import pytest
+from codejury_fakes.gitlab import FakeGitLab, gitlab_line_code
 
 from codejury.forges.errors import ForgeAuthError, ForgeRefused, ForgeUnavailable
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.gitlab.types import DiffRefs, MRDiff, line_code, position_for
-from codejury.testing.gitlab import FakeGitLab, gitlab_line_code
 
 OLD = "".join(f"line {n}\n" for n in range(1, 41))
 # line 10 changed, one line added after line 20 (new 21), line 30 removed

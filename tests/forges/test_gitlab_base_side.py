@@ -7,6 +7,7 @@ import functools
 from collections.abc import Iterator
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.change.types import PrefetchedBase
 from codejury.forges.gitlab import GitLabMergeRequest, target_from_url
@@ -14,7 +15,6 @@ from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.reviewers.instructions import instruction_paths
 from codejury.settings_loader import BASE_SIDE_DIRS, BASE_SIDE_FILES, CONFIG_FILES, prefetch_base
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import ScriptedResolver
 from tests.forges.test_gitlab_bot import NEW, OLD, B, run, threads, url
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab, RecordedRequest
 from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.config import Settings, merge_file_table
@@ -19,7 +20,6 @@ from codejury.forges.gitlab import target_from_env, target_from_url
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_finding, parse_summary
 from codejury.forges.safety import check_published
-from codejury.testing.gitlab import FakeGitLab, RecordedRequest
 from codejury.testing.scripted import Fail, ScriptedResolver, Step
 from codejury.testing.scripted import finding as model_finding
 from tests.forges.scripted_cli import analyzers_off, scripted_review

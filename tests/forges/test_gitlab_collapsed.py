@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 
-from codejury.testing.gitlab import FakeGitLab
 from tests.forges.test_ci_checkout import BASE, HEAD, git
 from tests.forges.test_gitlab_bot import gl
 from tests.forges.test_gitlab_bot import run as gitlab_run

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.agents.prompts import PREVIOUS_REVIEW_INTRO
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_summary
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import ScriptedResolver
 from tests.forges.test_gitlab_bot import NEW, OLD, A, B, run, summary, threads
 

@@ -12,6 +12,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.forges.github import GitHubPullRequest
@@ -19,8 +21,6 @@ from codejury.forges.github import target_from_url as github_target
 from codejury.forges.gitlab import GitLabMergeRequest
 from codejury.forges.gitlab import target_from_url as gitlab_target
 from codejury.forges.safety import check_published
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import finding as model_finding
 from tests.forges.test_ci_checkout import BASE, HEAD, SQL, git, upstream
 from tests.forges.test_github_bot import ACTIONS, REPO, bot_threads, pr_url, run, summary

@@ -16,11 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import ACTIONS_LOGIN, FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.checkout import cache as cache_mod
 from codejury.checkout import fetch as fetch_mod
-from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from tests.checkout.test_fetch_bounds import BIG, big_upstream
 from tests.forges.test_ci_checkout import BASE, HEAD, git, git_logging_shim, merge_checkout, upstream
 from tests.forges.test_github_bot import ACTIONS, REPO, bot_reviews, gh, run, summary, write_event

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from tests.forges.scripted_cli import scripted_review
 from tests.forges.test_github_bot import ACTIONS, pr_url
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)

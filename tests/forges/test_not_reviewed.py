@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.findings import Review, SkippedFile
 from codejury.forges.github import GitHubPullRequest
@@ -18,8 +20,6 @@ from codejury.forges.gitlab import GitLabMergeRequest
 from codejury.forges.gitlab import target_from_url as gitlab_target
 from codejury.forges.markers import parse_summary
 from codejury.forges.safety import check_published
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from tests.forges.test_github_bot import ACTIONS, bot_reviews, pr_url
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)
 from tests.forges.test_github_bot import run as github_run

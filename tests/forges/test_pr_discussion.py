@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.agents.discussion import DISCUSSION_INTRO
 from codejury.forges.errors import ForgeAuthError
@@ -16,8 +18,6 @@ from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, ScriptedResolver, ToolCall
 from tests.forges import test_github_bot as gh_bot
 from tests.forges.scripted_cli import scripted_review

@@ -12,6 +12,8 @@ import asyncio
 import json
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.findings import Finding, Review, ReviewerReport
 from codejury.forges.github import GitHubPullRequest
@@ -20,8 +22,6 @@ from codejury.forges.gitlab import GitLabMergeRequest
 from codejury.forges.gitlab import target_from_url as gitlab_target
 from codejury.forges.safety import UnsafeBody, scrub_payload, scrub_secrets
 from codejury.secrets import REDACTED, Redactor
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from tests.forges.test_github_bot import ACTIONS, pr_url
 from tests.forges.test_github_bot import gh as gh  # noqa: F401  (the fixture)
 from tests.forges.test_gitlab_bot import gl as gl  # noqa: F401  (the fixture)

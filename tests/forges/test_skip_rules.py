@@ -7,10 +7,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury import session
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from tests.forges.scripted_cli import MODEL_FLAGS, scripted_review
 from tests.forges.test_github_bot import ACTIONS, B, pr_url

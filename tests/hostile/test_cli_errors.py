@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.provider_server import FakeProviderServer, ToolCallReply
 
-from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 from tests.hostile.conftest import Run, run_codejury
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.routing_server import RoutingServer
 
-from codejury.testing.routing_server import RoutingServer
 from tests.hostile.conftest import Run, run_codejury
 
 DIFF = b"--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.provider_server import FakeProviderServer
 from pydantic_ai import models
 
 from codejury.agents.agent_tools import as_agent_tools
 from codejury.agents.sandbox import Resolved, Sandbox
 from codejury.agents.tools import RepoTools
 from codejury.models import registry
-from codejury.testing.provider_server import FakeProviderServer
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 from tests.hostile.conftest import run_codejury
 from tests.hostile.tool_reviews import CHANGED, KEY_ENV, git, make_repo, script_tools, tool_answers, write_config

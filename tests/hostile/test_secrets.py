@@ -19,13 +19,13 @@ from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.provider_server import FakeProviderServer, ToolCallReply
 from pydantic_ai import models
 
 from codejury.cli import cli
 from codejury.models import registry
 from codejury.secrets import REDACTED
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from codejury.testing.scripted import Fail
 from codejury.testing.scripted import finding as model_finding
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff

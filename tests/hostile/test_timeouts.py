@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.provider_server import FakeProviderServer, HangReply
 from pydantic_ai import models
 
 from codejury.agents.bounded import Budget
 from codejury.agents.tools import RepoTools
 from codejury.errors import ReviewFailed
 from codejury.models import registry
-from codejury.testing.provider_server import FakeProviderServer, HangReply
 from codejury.testing.scripted import Final, ToolCall
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 from tests.hostile.conftest import run_codejury

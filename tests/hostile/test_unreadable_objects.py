@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.provider_server import FakeProviderServer, ToolCallReply
 
 from codejury.cli import cli
-from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.hostile.conftest import Run, run_codejury
 from tests.timing import FOREVER, limit
 

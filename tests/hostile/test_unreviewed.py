@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.provider_server import FakeProviderServer, ToolCallReply
 
 from codejury.findings import Plan, Review
 from codejury.judge.verdict import should_fail
 from codejury.render.markdown import render_plan_markdown
-from codejury.testing.provider_server import FakeProviderServer, ToolCallReply
 from tests.engine_helpers import make_change, run_review, scripted_settings
 from tests.hostile.conftest import Run, run_codejury
 from tests.hostile.tool_reviews import KEY_ENV, git, write_config

@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from codejury.testing.provider_server import FakeProviderServer, RecordedRequest, ToolCallReply
+from codejury_fakes.provider_server import FakeProviderServer, RecordedRequest, ToolCallReply
+
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD
 
 CHANGED = "app/auth/users.py"

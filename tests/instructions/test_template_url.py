@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codejury_fakes.routing_server import RoutingServer
 
 from codejury.findings import Review
 from codejury.reviewers.instructions import MAX_TEMPLATE_BYTES
-from codejury.testing.routing_server import RoutingServer
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, make_change, run_review, scripted_settings
 from tests.timing import bounded
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
 from codejury.forges.markers import parse_finding
 from codejury.forges.publish import finding_title
-from codejury.testing.gitlab import FakeGitLab
 from tests.forges.scripted_cli import analyzers_off, scripted_review
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.gitlab.repository import opened_merge_requests
 
 from codejury.cli import cli
 from codejury.memory.learn import LEARNED_PATH as LEARNED
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.gitlab.repository import opened_merge_requests
 from tests.memory.replay import fake_gitlab
 from tests.memory.seed import remember
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.gitlab.repository import branch_files, opened_merge_requests
 
 from codejury.cli import cli
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.gitlab.repository import branch_files, opened_merge_requests
 from codejury.testing.scripted import finding
 from tests.memory.replay import Replay, fake_gitlab
 

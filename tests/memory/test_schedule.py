@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.gitlab.repository import opened_merge_requests
 
 from codejury.memory.schedule import learn_once, start_learner
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.gitlab.repository import opened_merge_requests
 from tests.memory.replay import fake_gitlab
 from tests.memory.seed import remember
 

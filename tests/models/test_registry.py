@@ -6,14 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pytest
-from pydantic import BaseModel
-from pydantic_ai import Agent, models
-from pydantic_ai.exceptions import ModelHTTPError
-
-from codejury.errors import ModelSetupError
-from codejury.models import registry
-from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec, gateway_provider, merge_providers
-from codejury.testing.provider_server import (
+from codejury_fakes.provider_server import (
     ErrorReply,
     FakeProviderServer,
     RecordedRequest,
@@ -21,6 +14,13 @@ from codejury.testing.provider_server import (
     TokenUsage,
     ToolCallReply,
 )
+from pydantic import BaseModel
+from pydantic_ai import Agent, models
+from pydantic_ai.exceptions import ModelHTTPError
+
+from codejury.errors import ModelSetupError
+from codejury.models import registry
+from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec, gateway_provider, merge_providers
 
 OPENAI_KEY = "sk-fake-openai-0001"
 ANTHROPIC_KEY = "sk-ant-fake-0002"

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codejury_fakes.github import FakeGitHub
 
 from codejury.render import codeclimate, rdjson, sarif
-from codejury.testing.github import FakeGitHub
 from tests.forges.test_github_bot import ACTIONS, gh, run, summary
 from tests.render.failing_analyzer import LINE
 from tests.render.test_ci_formats import clean_review

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from codejury_fakes import FakeProviderServer
 
 from codejury.models.providers import ProviderSpec
 from codejury.repocontext import RepoContext, build_index
@@ -21,7 +22,6 @@ from codejury.repocontext.embeddings import Embedder
 from codejury.repocontext.pgvectors import PgVectorCache
 from codejury.repocontext.retrieval import RetrievalConfig, open_retriever
 from codejury.repocontext.vectors import embed_index, open_vector_cache
-from codejury.testing import FakeProviderServer
 from codejury.testing.postgres import PostgresStartFailed, PostgresUnavailable, postgres_server
 
 EMBED = "fake-embed"

@@ -222,8 +222,9 @@ def test_the_documented_embeddings_provider_works(tmp_path: Path, monkeypatch: p
     import importlib
     import sys
 
+    from codejury_fakes import FakeProviderServer
+
     from codejury.plugins import load_plugins
-    from codejury.testing import FakeProviderServer
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
     blocks = re.findall(r"^```python\n(.*?)^```$", doc.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from codejury_fakes import FakeProviderServer
 
 from codejury.cli import cli
 from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
@@ -25,7 +26,6 @@ from codejury.repocontext.retrieval import (
     reciprocal_rank_fusion,
 )
 from codejury.repocontext.vectors import VectorCache, embed_index
-from codejury.testing import FakeProviderServer
 
 from .conftest import write_repo
 

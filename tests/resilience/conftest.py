@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from codejury_fakes.provider_server import FakeProviderServer
 
 from codejury.models import registry
-from codejury.testing.provider_server import FakeProviderServer
 
 
 @pytest.fixture

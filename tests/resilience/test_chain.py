@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
+from codejury_fakes.provider_server import ErrorReply, FakeProviderServer, TextReply
 from pydantic import BaseModel
 from pydantic_ai import Agent, models
 from pydantic_ai.exceptions import (
@@ -33,7 +34,6 @@ from codejury.resilience.chain import (
     build_chain,
 )
 from codejury.resilience.errors import ChainExhausted
-from codejury.testing.provider_server import ErrorReply, FakeProviderServer, TextReply
 from tests.timing import bounded
 
 T = TypeVar("T")

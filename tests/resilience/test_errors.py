@@ -8,6 +8,7 @@ from email.utils import format_datetime
 
 import httpx2
 import pytest
+from codejury_fakes.provider_server import DropReply, ErrorReply, FakeProviderServer, HangReply, MalformedReply, Reply
 from pydantic import BaseModel
 from pydantic_ai import Agent, models
 from pydantic_ai.exceptions import (
@@ -25,7 +26,6 @@ from codejury.models import registry
 from codejury.models.providers import merge_providers
 from codejury.resilience.errors import ChainExhausted, Classified, ModelStalled, classify
 from codejury.retrying import retry_after_s
-from codejury.testing.provider_server import DropReply, ErrorReply, FakeProviderServer, HangReply, MalformedReply, Reply
 
 OPENAI_KEY = "sk-fake-openai-resilience-0001"
 ANTHROPIC_KEY = "sk-ant-fake-resilience-0002"

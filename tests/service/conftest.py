@@ -6,10 +6,10 @@ import functools
 from collections.abc import Iterator
 
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 
 from codejury.forges.gitlab import adapter as gitlab_mod
 from codejury.forges.gitlab.api import GitLabAPI
-from codejury.testing.gitlab import FakeGitLab
 from tests.service.helpers import NEW, OLD
 
 

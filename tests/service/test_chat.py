@@ -17,6 +17,9 @@ from typing import Any
 import httpx2
 import pytest
 import yaml
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.routing_server import RoutingServer
 from pydantic_ai.exceptions import ModelHTTPError
 from sqlalchemy import select
 
@@ -30,10 +33,7 @@ from codejury.service.ask import LIGHTHEARTED_FOOTER, REFUSED
 from codejury.service.chat import parse_command
 from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.tables import jobs, make_engine
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.review_seed import write_reviews
-from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Fail, Final, Raw, ScriptedResolver, ToolCall
 from tests.service.helpers import GITHUB_SECRET, GITLAB_TOKEN, NEW, OLD, github_delivery
 from tests.service.test_local_reviews import FINDING, gitlab_summaries, options, serving, until

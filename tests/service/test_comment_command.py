@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from codejury_fakes.github import FakeGitHub
 
 from codejury.cli import cli
 from codejury.forges.github import adapter as github_mod
 from codejury.forges.github.api import GitHubAPI
-from codejury.testing.github import FakeGitHub
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from tests.service.helpers import NEW, OLD
 from tests.service.test_local_reviews import FINDING
@@ -125,9 +125,10 @@ def test_without_an_event_it_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_a_gitlab_note_from_a_trigger_payload_is_carried_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from codejury_fakes.gitlab import FakeGitLab
+
     from codejury.forges.gitlab import adapter as gitlab_mod
     from codejury.forges.gitlab.api import GitLabAPI
-    from codejury.testing.gitlab import FakeGitLab
     from tests.service.test_chat import note_delivery
 
     monkeypatch.setattr(gitlab_mod, "GitLabAPI", functools.partial(GitLabAPI, backoff_s=0.001))

@@ -6,9 +6,10 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.routing_server import RoutingServer
+
 from codejury.forges.safety import check_published
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.routing_server import RoutingServer
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from tests.service.test_chat import ScriptedModels, bot_notes, gitlab_options, post_note, service_client
 from tests.service.test_chat import gl as gl  # noqa: F401  (the fixture)

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 from sqlalchemy import select
 
 from codejury.forges.hosts import forge_hosts
@@ -29,7 +30,6 @@ from codejury.service.jobs import JobRunner, ReviewSetup
 from codejury.service.local_queue import LocalQueue
 from codejury.service.tables import jobs, make_engine
 from codejury.service.webhooks import ReviewRequest
-from codejury.testing.loopback import LoopbackServer, QuietHandler
 from tests.service.helpers import (
     GITHUB_SECRET,
     GITLAB_TOKEN,

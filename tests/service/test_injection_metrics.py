@@ -7,13 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 import httpx2
+from codejury_fakes.gitlab import FakeGitLab
 from sqlalchemy import select
 
 from codejury.record import schema
 from codejury.record.store import Store
 from codejury.record.target import sqlite_target
 from codejury.service.commands import build_service
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from tests.service.helpers import NEW, OLD, gitlab_delivery
 from tests.service.helpers import gitlab_mr_event as mr_event

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codejury_fakes.gitlab import FakeGitLab
 from pydantic_ai.exceptions import ModelHTTPError
 
 from codejury.forges.markers import parse_summary
 from codejury.service.jobs import JobRunner, ReviewSetup
 from codejury.service.webhooks import ReviewRequest
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Fail, ScriptedResolver
 from tests.forges.test_ci_checkout import BASE, HEAD, upstream
 from tests.service.test_local_reviews import SCRIPTED_PLUGIN

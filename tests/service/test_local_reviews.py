@@ -17,6 +17,10 @@ import httpx2
 import jwt
 import pytest
 import uvicorn
+from codejury_fakes.github import ACTIONS_LOGIN, FakeGitHub
+from codejury_fakes.github.records import Reply
+from codejury_fakes.gitlab import FakeGitLab
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import select
@@ -30,10 +34,6 @@ from codejury.service.github_app import GitHubAppTokens
 from codejury.service.local_queue import LocalQueue
 from codejury.service.tables import jobs, make_engine
 from codejury.service.webhooks import ReviewRequest
-from codejury.testing.github import ACTIONS_LOGIN, FakeGitHub
-from codejury.testing.github.records import Reply
-from codejury.testing.gitlab import FakeGitLab
-from codejury.testing.loopback import LoopbackServer, QuietHandler
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from codejury.testing.scripted import finding as model_finding
 from tests.service.helpers import (

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from click.testing import CliRunner
+from codejury_fakes.gitlab import FakeGitLab
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -23,7 +24,6 @@ from codejury.service.jobs import JobRunner, ReviewSetup
 from codejury.service.logs import ServiceLog, job_context
 from codejury.service.webhooks import ReviewRequest
 from codejury.telemetry.service_metrics import JobMetrics, QueueDepth, QueueMetrics
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, Raw, ScriptedResolver, Sleep
 from tests.service.helpers import GITLAB_TOKEN, NEW, OLD, gitlab_delivery
 from tests.service.helpers import gitlab_mr_event as mr_event

@@ -20,6 +20,7 @@ import httpx2
 import psycopg
 import psycopg_pool
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 from prometheus_client.parser import text_string_to_metric_families
 
 from codejury import __version__
@@ -27,7 +28,6 @@ from codejury.forges.markers import parse_summary
 from codejury.service import pg_queue
 from codejury.service.commands import ServiceOptions, build_service
 from codejury.service.webhooks import ReviewRequest
-from codejury.testing.gitlab import FakeGitLab
 from tests.service.helpers import GITLAB_TOKEN, NEW, OLD, gitlab_delivery, gitlab_mr_event
 from tests.service.test_chat import note_delivery
 from tests.service.test_local_reviews import serving

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from codejury_fakes.github import FakeGitHub
 from sqlalchemy import select
 
 from codejury.forges.github import adapter as github_mod
@@ -18,7 +19,6 @@ from codejury.record import schema
 from codejury.record.store import Store
 from codejury.record.target import sqlite_target
 from codejury.service.commands import build_service
-from codejury.testing.github import FakeGitHub
 from codejury.testing.scripted import ScriptedResolver
 from tests.forges.test_ci_checkout import BASE, HEAD, upstream
 from tests.forges.test_ci_checkout import git as plain_git

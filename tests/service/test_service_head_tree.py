@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 from sqlalchemy import select
 
 from codejury.forges.markers import parse_summary
@@ -19,7 +20,6 @@ from codejury.record import schema
 from codejury.record.store import Store
 from codejury.record.target import parse_record_url, sqlite_target
 from codejury.service.commands import build_service
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from tests.forges.test_ci_checkout import BASE, HEAD, SQL, git, git_logging_shim, upstream
 from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery

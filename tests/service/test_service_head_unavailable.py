@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from codejury_fakes.gitlab import FakeGitLab
 from sqlalchemy import select
 
 from codejury.checkout import fetch as fetch_mod
@@ -16,7 +17,6 @@ from codejury.record import schema
 from codejury.record.store import Store
 from codejury.record.target import sqlite_target
 from codejury.service.commands import build_service
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import ScriptedResolver
 from tests.forges.test_ci_checkout import BASE, HEAD, upstream
 from tests.service.helpers import GITLAB_TOKEN, gitlab_delivery

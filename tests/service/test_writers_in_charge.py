@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx2
 import pytest
+from codejury_fakes.github import FakeGitHub
+from codejury_fakes.gitlab import FakeGitLab
 from sqlalchemy import delete, select, update
 
 from codejury.forges.github import adapter as github_mod
@@ -25,8 +27,6 @@ from codejury.service.commands import build_service
 from codejury.service.local_queue import LocalQueue
 from codejury.service.requests import ReviewRequest
 from codejury.service.tables import jobs, make_engine
-from codejury.testing.github import FakeGitHub
-from codejury.testing.gitlab import FakeGitLab
 from codejury.testing.scripted import Final, Raw, ScriptedResolver
 from tests.service.helpers import GITHUB_SECRET, NEW, OLD, github_delivery, github_pr_event, gitlab_delivery
 from tests.service.helpers import gitlab_mr_event as mr_event

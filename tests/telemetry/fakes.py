@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_plus
 
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -24,8 +25,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
-
-from codejury.testing.loopback import LoopbackServer, QuietHandler
 
 
 @dataclass

@@ -10,6 +10,19 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from codejury_fakes.provider_server import (
+    DropReply,
+    ErrorReply,
+    FakeProviderServer,
+    HangReply,
+    MalformedReply,
+    RandomFaults,
+    SlowDripReply,
+    TextReply,
+    ToolCallReply,
+    truncated,
+)
+from codejury_fakes.provider_wire import render_anthropic, render_openai
 from pydantic_ai import Agent, models
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -24,19 +37,6 @@ from pydantic_ai.models import Model
 
 from codejury.models import registry
 from codejury.models.providers import BUILTIN_PROVIDERS
-from codejury.testing.provider_server import (
-    DropReply,
-    ErrorReply,
-    FakeProviderServer,
-    HangReply,
-    MalformedReply,
-    RandomFaults,
-    SlowDripReply,
-    TextReply,
-    ToolCallReply,
-    truncated,
-)
-from codejury.testing.provider_wire import render_anthropic, render_openai
 from tests.timing import bounded, limit
 
 OPENAI = "openai:gpt-5-mini"

@@ -53,8 +53,8 @@ def test_importing_codejury_and_its_cli_does_not_load_the_test_doubles() -> None
 
 
 def test_a_fake_forge_loads_without_the_model_layer() -> None:
-    loaded = _modules_loaded_by("from codejury.testing import FakeGitLab, FakeGitHub")
-    assert {"codejury.testing.gitlab.server", "codejury.testing.github.server"} <= loaded
+    loaded = _modules_loaded_by("from codejury_fakes import FakeGitLab, FakeGitHub")
+    assert {"codejury_fakes.gitlab.server", "codejury_fakes.github.server"} <= loaded
     assert "pydantic_ai" not in loaded
     assert "codejury.testing.scripted" not in loaded
 
@@ -66,3 +66,15 @@ def test_every_exported_name_resolves_and_others_are_attribute_errors() -> None:
         assert getattr(codejury.testing, name) is getattr(importlib.import_module(home), name)
     with pytest.raises(AttributeError, match="no_such_double"):
         _ = codejury.testing.no_such_double  # type: ignore[attr-defined]
+
+
+def test_codejurys_own_distribution_carries_no_stateful_fake() -> None:
+    """The fake forges and provider servers are ``codejury-testing``'s (``packages/codejury-testing``): the packages
+    ``pip install codejury`` installs (``src/``) hold none of them."""
+    root = SRC.parent.parent
+    shipped = {p.parent.relative_to(root / "src").as_posix() for p in (root / "src").rglob("__init__.py")}
+    assert "codejury/testing" in shipped
+    assert not [p for p in shipped if "fakes" in p or p.startswith("codejury/testing/")]
+    assert not [p.name for p in (SRC / "testing").iterdir() if p.name in {"github", "gitlab", "provider_server.py"}]
+    fakes = root / "packages" / "codejury-testing" / "src" / "codejury_fakes"
+    assert {p.name for p in fakes.iterdir()} >= {"github", "gitlab", "provider_server.py", "routing_server.py"}

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from codejury.testing.github.records import NOT_ACCESSIBLE, Call, GraphQLError, Pull, Reply, Thread, Token
-from codejury.testing.github.state import GitHubState
+from codejury_fakes.github.records import NOT_ACCESSIBLE, Call, GraphQLError, Pull, Reply, Thread, Token
+from codejury_fakes.github.state import GitHubState
 
 
 class GraphQLRoutes(GitHubState):

@@ -8,7 +8,7 @@ title, so deduplication keeps one finding per reviewer; the coordinator keeps ev
 
 from __future__ import annotations
 
-from codejury.testing.provider_wire import Reply, ToolCallReply
+from codejury_fakes.provider_wire import Reply, ToolCallReply
 
 PATH = "app/auth/users.py"
 REVIEWERS = ("security", "performance", "code_quality", "documentation")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from codejury.testing.github.records import NOT_ACCESSIBLE, Call, Refusal, Reply, unprocessable
-from codejury.testing.github.rest import RestRoutes, blob_sha
+from codejury_fakes.github.records import NOT_ACCESSIBLE, Call, Refusal, Reply, unprocessable
+from codejury_fakes.github.rest import RestRoutes, blob_sha
 
 DEFAULT_BRANCH = "main"
 _PUSHERS = ("write", "maintain", "admin")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from codejury.testing.github.records import (
+from codejury_fakes.github.records import (
     ACTIONS_LOGIN,
     ACTIONS_USER_ID,
     DEFAULT_ACTIONS_PERMISSIONS,

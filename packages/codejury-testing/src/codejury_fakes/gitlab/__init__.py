@@ -1,11 +1,11 @@
 """A fake GitLab (REST v4) on loopback that keeps state and refuses what GitLab refuses.
 
-``FakeGitLab`` is the server (see ``codejury.testing.gitlab.server`` for what it models);
+``FakeGitLab`` is the server (see ``codejury_fakes.gitlab.server`` for what it models);
 ``records`` holds its state's records, ``state`` the world and how it changes, ``routes``
 the endpoints.
 """
 
-from codejury.testing.gitlab.records import (
+from codejury_fakes.gitlab.records import (
     DEVELOPER,
     GUEST,
     MAINTAINER,
@@ -16,7 +16,7 @@ from codejury.testing.gitlab.records import (
     RecordedRequest,
     gitlab_line_code,
 )
-from codejury.testing.gitlab.server import FakeGitLab
+from codejury_fakes.gitlab.server import FakeGitLab
 
 __all__ = [
     "DEVELOPER",

@@ -10,7 +10,7 @@ import base64
 import hashlib
 from typing import Any
 
-from codejury.testing.github.records import (
+from codejury_fakes.github.records import (
     ACTIONS_MAY_NOT_APPROVE,
     MAX_ANNOTATIONS,
     NOT_ACCESSIBLE,
@@ -31,7 +31,7 @@ from codejury.testing.github.records import (
     required_text,
     unprocessable,
 )
-from codejury.testing.github.state import GitHubState
+from codejury_fakes.github.state import GitHubState
 
 
 def blob_sha(text: str) -> str:

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from codejury.testing.git_http import GitRepos
-from codejury.testing.gitlab.records import Answer, Call, FakeUser, RecordedRequest, Refusal
-from codejury.testing.gitlab.routes import ROUTES
-from codejury.testing.gitlab.state import GitLabState
-from codejury.testing.loopback import LoopbackServer, QuietHandler
+from codejury_fakes.git_http import GitRepos
+from codejury_fakes.gitlab.records import Answer, Call, FakeUser, RecordedRequest, Refusal
+from codejury_fakes.gitlab.routes import ROUTES
+from codejury_fakes.gitlab.state import GitLabState
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 
 
 class FakeGitLab(GitLabState, LoopbackServer):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from codejury.testing.gitlab.records import (
+from codejury_fakes.gitlab.records import (
     DEVELOPER,
     GUEST,
     LINE_CODE_ERROR,
@@ -24,8 +24,8 @@ from codejury.testing.gitlab.records import (
     opt_int,
     refuse,
 )
-from codejury.testing.gitlab.repository import post_branch, post_commit, post_merge_request
-from codejury.testing.gitlab.state import GitLabState
+from codejury_fakes.gitlab.repository import post_branch, post_commit, post_merge_request
+from codejury_fakes.gitlab.state import GitLabState
 
 Endpoint = Callable[[GitLabState, Call], "tuple[int, Any] | Answer"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codejury.testing.gitlab.records import DEVELOPER, Call, FileSpec, MergeRequest, Project, fake_sha, refuse
-from codejury.testing.gitlab.state import GitLabState
+from codejury_fakes.gitlab.records import DEVELOPER, Call, FileSpec, MergeRequest, Project, fake_sha, refuse
+from codejury_fakes.gitlab.state import GitLabState
 
 DEFAULT_BRANCH = "main"
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-from codejury.testing.gitlab.records import (
+from codejury_fakes.gitlab.records import (
     DEVELOPER,
     EPOCH,
     MAINTAINER,

@@ -41,9 +41,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from codejury.errors import TestDoubleError
-from codejury.testing.embeddings_wire import EmbeddingsModel, RerankModel, answer_embeddings, answer_rerank
-from codejury.testing.loopback import LoopbackServer, QuietHandler
-from codejury.testing.provider_wire import (
+from codejury_fakes.embeddings_wire import EmbeddingsModel, RerankModel, answer_embeddings, answer_rerank
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
+from codejury_fakes.provider_wire import (
     DropReply,
     ErrorReply,
     FaultMaker,

@@ -1,11 +1,11 @@
 """A fake GitHub on loopback: the REST endpoints and GraphQL operations codejury uses, with state.
 
-``FakeGitHub`` is the server (see ``codejury.testing.github.server`` for what it models);
+``FakeGitHub`` is the server (see ``codejury_fakes.github.server`` for what it models);
 ``records`` holds its state's records, ``state`` the world and how it changes, ``rest`` and
 ``graphql`` the handlers.
 """
 
-from codejury.testing.github.records import (
+from codejury_fakes.github.records import (
     ACTIONS_LOGIN,
     ACTIONS_MAY_NOT_APPROVE,
     DEFAULT_ACTIONS_PERMISSIONS,
@@ -27,7 +27,7 @@ from codejury.testing.github.records import (
     TokenKind,
     User,
 )
-from codejury.testing.github.server import FakeGitHub
+from codejury_fakes.github.server import FakeGitHub
 
 __all__ = [
     "ACTIONS_LOGIN",

@@ -56,12 +56,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from codejury.testing.git_http import GitRepos
-from codejury.testing.github.branches import BranchRoutes
-from codejury.testing.github.graphql import GraphQLRoutes
-from codejury.testing.github.records import DOCS, Call, Fault, RecordedRequest, Refusal, Reply, Token
-from codejury.testing.github.state import GitHubState
-from codejury.testing.loopback import LoopbackServer, QuietHandler
+from codejury_fakes.git_http import GitRepos
+from codejury_fakes.github.branches import BranchRoutes
+from codejury_fakes.github.graphql import GraphQLRoutes
+from codejury_fakes.github.records import DOCS, Call, Fault, RecordedRequest, Refusal, Reply, Token
+from codejury_fakes.github.state import GitHubState
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 
 
 class FakeGitHub(BranchRoutes, GraphQLRoutes, LoopbackServer):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-from codejury.testing.loopback import LoopbackServer, QuietHandler
+from codejury_fakes.loopback import LoopbackServer, QuietHandler
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
