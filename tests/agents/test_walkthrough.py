@@ -147,3 +147,31 @@ def test_a_prompt_over_its_budget_keeps_whole_patches_and_lists_every_file(tmp_p
 )
 def test_a_trivial_change_or_describe_false_gets_no_walkthrough(tier: str, describe: bool, reason: str | None) -> None:
     assert skip_reason(tier, describe) == reason
+
+
+async def test_a_weak_model_gets_a_shorter_prompt_and_answer(tmp_path: Path) -> None:
+    """The embedded model pays every token in CPU seconds: its walkthrough reads less and writes less."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from codejury.agents.walkthrough import WEAK_OUTPUT_TOKENS, write_walkthrough
+    from codejury.models.pricing import PriceTable
+    from codejury.models.profiles import CapabilityProfile, ResolvedModel
+
+    mid = "".join(f"value_{i} = {i}\n" for i in range(700))  # about 3,000 tokens of patch: fits 6,000, not 1,500
+    c = make_change(tmp_path, {"mid.py": ("", mid)})
+    seen: list[tuple[int, int | None]] = []
+
+    async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = "".join(str(getattr(p, "content", "")) for m in messages for p in m.parts)
+        seen.append((len(prompt), (info.model_settings or {}).get("max_tokens")))
+        return ModelResponse(parts=[TextPart('{"summary": "", "groups": [], "diagram": ""}')])
+
+    for weak in (False, True):
+        profile = CapabilityProfile(output_mode="native", weak=weak, context_window=32_000)
+        model = ResolvedModel(spec="local:x", model=FunctionModel(answer), profile=profile)
+        written = await write_walkthrough(c.meta, c.files, model, PriceTable(), timeout_s=30)
+        assert written.walkthrough is not None
+    (strong_chars, strong_max), (weak_chars, weak_max) = seen
+    assert weak_max == WEAK_OUTPUT_TOKENS and strong_max is not None and strong_max > weak_max
+    assert weak_chars < strong_chars / 2
