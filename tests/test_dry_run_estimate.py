@@ -104,13 +104,28 @@ async def test_a_dry_run_on_a_forge_counts_the_discussion_it_read_with_the_chang
     assert isinstance(plain, Plan) and isinstance(counted, Plan)
     assert resolver.resolved == []
     assert counted.estimated_input_tokens > plain.estimated_input_tokens
-    [note] = counted.estimate_notes
+    [note] = besides_the_walkthrough(counted)
     assert note.startswith("discussion included: the merge request's discussion (1 thread, 1 open), about ")
-    assert plain.estimate_notes == []
+    assert besides_the_walkthrough(plain) == []
 
     off, _, _ = await run_review(on_forge, {}, dry_run=True, settings=scripted_settings(discussion_tokens=0))
     assert isinstance(off, Plan)
-    assert (off.estimated_input_tokens, off.estimate_notes) == (plain.estimated_input_tokens, [])
+    assert (off.estimated_input_tokens, besides_the_walkthrough(off)) == (plain.estimated_input_tokens, [])
+
+
+def besides_the_walkthrough(plan: Plan) -> list[str]:
+    return [n for n in plan.estimate_notes if not n.startswith("the walkthrough of the change: ")]
+
+
+async def test_a_dry_run_counts_the_walkthroughs_tokens_and_says_so(tmp_path: Path) -> None:
+    change = make_change(tmp_path, {"app/auth/users.py": (AUTH_OLD, AUTH_NEW)})
+    plan, _, _ = await run_review(change, {}, dry_run=True)
+    without, _, _ = await run_review(change, {}, dry_run=True, settings=scripted_settings(describe=False))
+    assert isinstance(plan, Plan) and isinstance(without, Plan)
+    [note] = [n for n in plan.estimate_notes if n.startswith("the walkthrough of the change: about ")]
+    tokens = int(re.search(r"about ([\d,]+) input tokens on scripted:coordinator", note)[1].replace(",", ""))  # type: ignore[index]
+    assert plan.estimated_input_tokens - without.estimated_input_tokens == tokens > 100
+    assert without.estimate_notes == []
 
 
 async def test_a_dry_run_names_the_models_with_no_known_price(tmp_path: Path) -> None:
@@ -120,6 +135,6 @@ async def test_a_dry_run_names_the_models_with_no_known_price(tmp_path: Path) ->
     settings = replace(settings, reviewer_models={**settings.reviewer_models, "security": mystery})
     plan, _, _ = await run_review(change, {}, dry_run=True, settings=settings)
     assert isinstance(plan, Plan)
-    assert plan.estimate_notes == [
+    assert besides_the_walkthrough(plan) == [
         f'no known price for {mystery}: not in the estimated cost (set [prices."provider:model"])'
     ]

@@ -124,15 +124,26 @@ def walkthrough_prompt(meta: ChangeMeta, files: Sequence[FileChange], *, patch_t
     return "\n\n".join(sections)
 
 
+def budgets(weak: bool, context_window: int, max_output_tokens: int) -> tuple[int, int]:
+    """The walkthrough's output tokens and patch tokens on a model of this kind and size."""
+    out_cap, patch_cap = (WEAK_OUTPUT_TOKENS, WEAK_PATCH_TOKENS) if weak else (MAX_OUTPUT_TOKENS, PATCH_TOKENS)
+    max_tokens = min(out_cap, max_output_tokens)
+    return max_tokens, max(500, min(patch_cap, context_window - max_tokens - RESERVED_TOKENS))
+
+
+def planned_tokens(meta: ChangeMeta, files: Sequence[FileChange], *, weak: bool) -> int:
+    """The input tokens a walkthrough of ``files`` would send (``--dry-run``), on a weak model or another."""
+    _, budget = budgets(weak, 128_000, 4096)
+    return estimate_tokens(walkthrough_prompt(meta, files, patch_tokens=budget))
+
+
 async def write_walkthrough(
     meta: ChangeMeta, files: Sequence[FileChange], model: ResolvedModel, prices: PriceTable, *, timeout_s: float
 ) -> Written:
     """The coordinator's model writes the walkthrough of ``files``, checked against their diff; a model that
     fails (or times out) leaves a note, never a failed review."""
     profile = model.profile
-    out_cap, patch_cap = (WEAK_OUTPUT_TOKENS, WEAK_PATCH_TOKENS) if profile.weak else (MAX_OUTPUT_TOKENS, PATCH_TOKENS)
-    max_tokens = min(out_cap, profile.max_output_tokens)
-    budget = max(500, min(patch_cap, profile.context_window - max_tokens - RESERVED_TOKENS))
+    max_tokens, budget = budgets(profile.weak, profile.context_window, profile.max_output_tokens)
     prompt = walkthrough_prompt(meta, files, patch_tokens=budget)
     output = (
         NativeOutput(WalkthroughDraft, name=OUTPUT_NAME)

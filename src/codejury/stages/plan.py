@@ -15,14 +15,24 @@ from collections.abc import Sequence
 
 from codejury.agents import prompts
 from codejury.agents.discussion import discussion_section, tests_context
+from codejury.agents.walkthrough import planned_tokens, skip_reason
 from codejury.change.classify import is_release_file
 from codejury.change.types import FileChange
 from codejury.findings import Plan, PlannedReviewer, Usage
 from codejury.models.pricing import estimate_tokens
+from codejury.models.selection import is_weak_spec
 from codejury.render import counted
 from codejury.reviewers.roster import coordinator_prompt, shared_rules
 from codejury.runstate import ReviewRun
 from codejury.workspace import numbered_patch
+
+
+def _walkthrough_tokens(run: ReviewRun, kept: Sequence[FileChange]) -> tuple[str, int] | None:
+    """The coordinator's model and the tokens of the walkthrough a review would write; None when it would write none."""
+    spec = run.selection.models.get("coordinator")
+    if spec is None or not kept or skip_reason(run.selection.tier, run.settings.describe) is not None:
+        return None
+    return spec, planned_tokens(run.change.meta, kept, weak=is_weak_spec(run.config, spec))
 
 
 def reviewer_files(name: str, files: Sequence[FileChange]) -> list[FileChange]:
@@ -63,6 +73,12 @@ def plan_stage(run: ReviewRun) -> Plan:
             planned.append(
                 PlannedReviewer(name=name, model=spec or "(no enabled model)", files=[f.path for f in files])
             )
+    walkthrough = _walkthrough_tokens(run, kept)
+    if walkthrough is not None:
+        spec, tokens = walkthrough
+        total_tokens += tokens
+        cost += run.prices.cost(spec, Usage(input_tokens=tokens))
+        estimate_notes.append(f"the walkthrough of the change: about {tokens:,} input tokens on {spec}")
     priced = [spec for name in [*selection.names, "coordinator"] if (spec := selection.models.get(name))]
     if unpriced := run.prices.unpriced(priced if selection.names else []):  # $0 in the estimate, as in the review
         names = ", ".join(unpriced)
