@@ -65,13 +65,20 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import the module that defines ``name`` on first use."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+def lazy_exports(package: str, module_of: dict[str, str], names: list[str]) -> tuple[Any, Any]:
+    """A package's ``__getattr__`` and ``__dir__`` that import the module defining a name on its first use
+    (``module_of``: name -> module), so importing the package stays cheap (``codejury_fakes`` uses it too)."""
+
+    def __getattr__(name: str) -> Any:
+        module = module_of.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(importlib.import_module(package)), *names})
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, __all__)
