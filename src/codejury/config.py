@@ -133,11 +133,17 @@ class Settings:
     votes_needed: int | None = None
     """Samples that must agree on a finding; None: a majority."""
     weak_panel: str = _DEFAULT.weak_panel
+    """``single``: a weak model's built-in specialists collapse into one generalist call; ``panel``: one call each."""
     intent_tokens: int = _DEFAULT.intent_tokens
     """Tokens of the linked issues in the reviewers' shared context; 0: none."""
     describe: bool = _DEFAULT.describe
     """False: no walkthrough of the change is written (one line says so)."""
-    """``single``: a weak model's built-in specialists collapse into one generalist call; ``panel``: one call each."""
+    describe_in: str = _DEFAULT.describe_in
+    """``comment``: the walkthrough is in the summary comment; ``description``: in the description's marked block."""
+    issue_tracker_url: str | None = None
+    """URL template (``{key}``) where another tracker's issues are read; None: forge issues only."""
+    issue_tracker_token_env: str | None = None
+    """The variable holding that tracker's token."""
     max_unproven: int = _DEFAULT.max_unproven
     """Advisory findings of weak models published per review; the rest are counted as dropped."""
     weak_models: tuple[str, ...] = ()

@@ -433,6 +433,23 @@ class FileTable(_Table):
         "new or rerouted flow) with the coordinator's model; false: none, and the review says so in one line. A "
         "trivial change gets none.",
     )
+    describe_in: Literal["comment", "description"] = Field(
+        default="comment",
+        description="Where a forge review puts the walkthrough: comment, in codejury's summary comment; description, "
+        "in the merge request's description between codejury's markers (the author's text kept), or in the summary "
+        "comment, with a note, where the token may not edit the description.",
+    )
+    issue_tracker_url: HttpUrl | None = Field(
+        default=None,
+        description="A URL template with {key} where issues of another tracker are read as JSON (e.g. "
+        "https://jira.example.com/rest/api/2/issue/{key}): keys such as ABC-123 in the change's title, description, "
+        "branch or commits are read from it like linked forge issues, within intent_tokens.",
+    )
+    issue_tracker_token_env: EnvName | None = Field(
+        default=None,
+        description="The environment variable that holds issue_tracker_url's token, sent as a bearer token to that "
+        "host only (the forge's token never goes there).",
+    )
     max_unproven: int = Field(
         default=1,
         ge=0,
