@@ -191,6 +191,11 @@ def test_every_scalar_key_reaches_the_settings() -> None:
     for key in SCALAR_KEYS:
         default = FileTable.model_fields[key].default
         other = {"fail_on": "never", "verify": "all", "votes_needed": 1, "weak_panel": "panel", "max_cost_usd": 2.5}
+        other |= {
+            "describe_in": "description",
+            "issue_tracker_url": "https://jira.example.com/rest/api/2/issue/{key}",
+            "issue_tracker_token_env": "JIRA_TOKEN",
+        }
         table[key] = (not default) if isinstance(default, bool) else other[key] if key in other else default + 1
     settings = merge_file_table(Settings(), table, "x.toml")
     assert {key: getattr(settings, key) for key in SCALAR_KEYS} == table
