@@ -242,6 +242,7 @@ class Session:
                         ForgePublisher(
                             forge, previous, change.files, fail_on=settings.fail_on, approve=settings.approve,
                             max_inline=flags.max_inline, events=events, say=warn,
+                            describe_in=settings.describe_in,
                         )
                     ]  # fmt: skip
 

@@ -65,3 +65,19 @@ async def test_describe_under_the_kill_switch_is_refused_without_a_model(
         [reply] = await describe_once(gl, tmp_path, remote_config=routing.url)
     assert reply["body"].startswith("codejury is not describing this merge request now: the kill switch is on")
     assert models.models["coordinator"].walkthrough_prompts == []
+
+
+async def test_describe_in_the_description_rewrites_its_block_and_says_so_in_the_thread(
+    gl: FakeGitLab,  # noqa: F811
+    scripted_models: ScriptedModels,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    scripted_models(resolver())
+    config = tmp_path / "describe.toml"
+    config.write_text('describe_in = "description"\n', encoding="utf-8")
+    gl.set_description(1, 7, "Adds things.")
+    [reply] = await describe_once(gl, tmp_path, config_file=config)
+    assert reply["body"] == "codejury wrote the walkthrough again in the description."
+    description = gl.mr(1, 7)["description"]
+    assert description.startswith("Adds things.\n\n<!-- codejury:walkthrough v1 ")
+    assert "Renames `line 5` to `line five`." in description

@@ -93,6 +93,8 @@ class Written:
     walkthrough: Walkthrough | None
     note: str | None
     usage: Usage
+    placed_in: str = "comment"
+    """Where the review's settings put it on a forge (``describe_in``): the summary comment or the description."""
 
 
 def skip_reason(tier: str, describe: bool) -> str | None:

@@ -62,6 +62,8 @@ class AdapterPublisher(Protocol):
 
     async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]: ...
 
+    async def place_walkthrough(self, block: str) -> str | None: ...
+
 
 class ForgeAdapter(Generic[TargetT, ClientT]):
     """The base of a ``plan.Forge`` on one merge or pull request (``target``): subclasses make the client
@@ -184,6 +186,10 @@ class ForgeAdapter(Generic[TargetT, ClientT]):
         """The short failure note in place of the summary, and no approval."""
         return await self.publisher.publish_failure(previous, message, head_sha)
 
+    async def place_walkthrough(self, block: str) -> str | None:
+        """Put ``block`` in the description (``forges.description``); None when it is there, else why not."""
+        return await self.publisher.place_walkthrough(block)
+
     def plan_options(self, *, max_inline: int, approve: bool) -> PlanOptions:
         return PlanOptions(
             head_sha=self.head_sha,
@@ -197,14 +203,15 @@ class ForgeAdapter(Generic[TargetT, ClientT]):
 
     async def publish_review(
         self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
-        approve: bool, max_inline: int,
+        approve: bool, max_inline: int, notices: tuple[str, ...] = (),
     ) -> PublishPlan:  # fmt: skip
-        """Plan ``review`` against ``previous`` and publish it; the plan is returned."""
-        options = self.plan_options(max_inline=max_inline, approve=approve)
+        """Plan ``review`` against ``previous`` and publish it (``notices``: lines for the summary); the plan is
+        returned."""
+        options = replace(self.plan_options(max_inline=max_inline, approve=approve), notices=notices)
         plan = plan_publish(review, files, previous, options)
 
-        def replan(refused: frozenset[str], notices: tuple[str, ...]) -> PublishPlan:
-            return plan_publish(review, files, previous, replace(options, refused=refused, notices=notices))
+        def replan(refused: frozenset[str], more: tuple[str, ...]) -> PublishPlan:
+            return plan_publish(review, files, previous, replace(options, refused=refused, notices=notices + more))
 
         await self.publish(plan, replan)
         return plan

@@ -222,10 +222,15 @@ class Forge(Protocol):
 
     async def publish_review(
         self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
-        approve: bool, max_inline: int,
+        approve: bool, max_inline: int, notices: tuple[str, ...] = (),
     ) -> PublishPlan:  # fmt: skip
         """Plan ``review`` (``plan_options``, ``plan_publish``) and ``publish`` it, planning again with
-        what the forge refused; the first plan is returned."""
+        what the forge refused; ``notices`` are lines for the summary; the first plan is returned."""
+        ...
+
+    async def place_walkthrough(self, block: str) -> str | None:
+        """Put the walkthrough ``block`` in the description between codejury's markers, read right before it is
+        written (``forges.description``); None when it is there, else why the token may not."""
         ...
 
 

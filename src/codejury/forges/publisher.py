@@ -12,6 +12,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from codejury.change.types import FileChange
 from codejury.findings import Plan, Review
+from codejury.forges.description import IN_DESCRIPTION, walkthrough_block
 from codejury.forges.plan import Forge, PreviousState
 from codejury.record.events import EventLog
 
@@ -29,18 +30,22 @@ class ForgePublisher:
     max_inline: int
     events: EventLog
     say: Callable[[str], None]
+    describe_in: str = "comment"
+    """Where the walkthrough goes: the summary comment, or the description between codejury's markers."""
 
     async def publish(self, result: Review | Plan) -> None:
         if not isinstance(result, Review):
             return  # a dry run posts nothing
         forge = self.forge
+        review, notices = await self._place_walkthrough(result)
         plan = await forge.publish_review(
-            result,
+            review,
             self.files,
             self.previous,
             fail_on=self.fail_on,
             approve=self.approve,
             max_inline=self.max_inline,
+            notices=notices,
         )
         self.events.emit(
             "published",
@@ -53,6 +58,18 @@ class ForgePublisher:
         if not forge.read_only:
             done = ", ".join(forge.posted) if forge.posted else "nothing new to post"
             self.say(f"published on {forge.web_url}: {done}")
+
+    async def _place_walkthrough(self, review: Review) -> tuple[Review, tuple[str, ...]]:
+        """With ``describe_in = "description"``: the walkthrough written in the description, and the review whose
+        summary carries one line pointing there; where the token may not edit the description, the review as it is
+        (the walkthrough in the summary) and a line saying why."""
+        if self.describe_in != "description" or review.walkthrough is None or self.forge.read_only:
+            return review, ()
+        refused = await self.forge.place_walkthrough(walkthrough_block(review.walkthrough))
+        if refused is None:
+            return review.model_copy(update={"walkthrough": None}), (IN_DESCRIPTION,)
+        self.say(f"warning: the walkthrough stays in the summary comment: {refused}")
+        return review, (f"The walkthrough is in this comment, not in the description: {refused}.",)
 
     def _earlier(self, now: Mapping[str, str]) -> dict[str, str]:
         """What became of each finding the last review published: fingerprint → open, fixed or dismissed."""

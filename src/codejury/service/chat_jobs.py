@@ -29,6 +29,7 @@ from codejury.service.chat import ChatCommand, review_key
 from codejury.service.webhooks import ReviewRequest
 
 if TYPE_CHECKING:
+    from codejury.forges.plan import Forge
     from codejury.session import Session
     from codejury.telemetry.metrics import ReviewMetrics
 
@@ -78,7 +79,7 @@ async def run_chat(
             await conversation.reply(_help_reply(command))
             return "help posted"
         if command.name == "describe":
-            reply, outcome = await _described(request, env, setup, session)
+            reply, outcome = await _described(request, env, setup, session, forge)
             await conversation.reply(reply)
             return outcome
         asked = await answer_question(
@@ -96,10 +97,15 @@ async def run_chat(
         return asked.outcome()
 
 
-async def _described(request: ReviewRequest, env: dict[str, str], setup: Any, session: Session) -> tuple[str, str]:
+async def _described(
+    request: ReviewRequest, env: dict[str, str], setup: Any, session: Session, forge: Forge
+) -> tuple[str, str]:
     """The walkthrough of the merge request, written now by the session as ``codejury describe`` writes it (the
-    review's settings, kill switch, daily caps and models), as the reply and its outcome line."""
+    review's settings, kill switch, daily caps and models), as the reply and its outcome line. With
+    ``describe_in = "description"`` it replaces the description's block and the reply says so; where the token
+    may not edit the description, the reply carries it with the reason."""
     from codejury.errors import ReviewRefused
+    from codejury.forges.description import walkthrough_block
     from codejury.forges.summary import walkthrough_section
     from codejury.session import ReviewFlags
 
@@ -114,7 +120,13 @@ async def _described(request: ReviewRequest, env: dict[str, str], setup: Any, se
     if written.walkthrough is None:
         note = safe_line(written.note or "its model did not write one")
         return checked(f"codejury could not write the walkthrough: {note}."), "walkthrough not written"
-    return checked("\n".join(walkthrough_section(written.walkthrough))), "walkthrough posted"
+    lines = walkthrough_section(written.walkthrough)
+    if written.placed_in == "description":
+        refused = await forge.place_walkthrough(walkthrough_block(written.walkthrough))
+        if refused is None:
+            return checked("codejury wrote the walkthrough again in the description."), "walkthrough in the description"
+        lines = [*lines, f"It is here, not in the description: {safe_line(refused)}."]
+    return checked("\n".join(lines)), "walkthrough posted"
 
 
 def _help_reply(command: ChatCommand) -> str:

@@ -51,7 +51,7 @@ async def describe_stage(run: ReviewRun, models: ReviewModels) -> Written:
     """The walkthrough alone (``codejury describe``): asked for, so written whatever the tier or ``describe``."""
     if not run.selection.kept:
         return Written(None, "walkthrough: not written, every changed file was skipped", Usage())
-    return await _written(run, models, asked=True)
+    return replace(await _written(run, models, asked=True), placed_in=run.settings.describe_in)
 
 
 async def _written(run: ReviewRun, models: ReviewModels, *, asked: bool = False) -> Written:

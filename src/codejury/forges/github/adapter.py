@@ -43,10 +43,10 @@ class GitHubPullRequest(PullRequestState):
 
     async def publish_review(
         self, review: Review, files: Sequence[FileChange], previous: PreviousState, *, fail_on: str,
-        approve: bool, max_inline: int,
+        approve: bool, max_inline: int, notices: tuple[str, ...] = (),
     ) -> PublishPlan:  # fmt: skip
         """Plan ``review`` against ``previous`` and publish it; the plan is returned."""
         self.outcome = Outcome(review, fail_on, approve)
         return await super().publish_review(
-            review, files, previous, fail_on=fail_on, approve=approve, max_inline=max_inline
+            review, files, previous, fail_on=fail_on, approve=approve, max_inline=max_inline, notices=notices
         )

@@ -198,6 +198,10 @@ class GitHubAPI:
     async def pull_request(self, repo: str, number: int) -> PullRequest:
         return PullRequest.from_json(await self._json("GET", f"/repos/{repo}/pulls/{number}"))
 
+    async def update_pull_body(self, repo: str, number: int, body: str) -> PullRequest:
+        """Write the pull request's description (``PATCH /repos/{repo}/pulls/{n}`` with ``body``)."""
+        return PullRequest.from_json(await self._json("PATCH", f"/repos/{repo}/pulls/{number}", payload={"body": body}))
+
     async def pull_files(self, repo: str, number: int) -> list[PullFile]:
         return [PullFile.from_json(d) for d in await self._all_pages(f"/repos/{repo}/pulls/{number}/files")]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from codejury.forges.description import placed
 from codejury.forges.errors import ForgeAuthError, ForgeError
 from codejury.forges.github.api import THREADS_PER_REQUEST, DraftComment, GitHubRefused, ReviewEvent, ThreadUpdate
 from codejury.forges.github.api import Review as GitHubReview
@@ -27,6 +28,9 @@ from codejury.forges.plan import ThreadUpdate as ThreadChange
 from codejury.forges.safety import checked, inline_code, safe_line
 from codejury.forges.summary import failure_note
 from codejury.render.markdown import VERDICT_HEADLINES, render_review_markdown
+
+MAX_BODY = 65_536
+"""The longest description GitHub stores (a longer one is a 422)."""
 
 
 def _is_not_accessible(exc: ForgeError) -> bool:
@@ -258,6 +262,21 @@ class PullRequestPublisher:
         elif previous.summary_id is None:
             await self.pull.api.create_issue_comment(repo, number, body)
             self.pull.posted.append("summary comment")
+
+    # -- the walkthrough in the description -----------------------------------------------------------
+    async def place_walkthrough(self, block: str) -> str | None:
+        """``block`` in the pull request's description (``forges.description``), the body read right before it is
+        written; None when it is there, else why the token may not write it (the caller keeps it in the summary)."""
+        repo, number = self.pull.target.repo, self.pull.target.number
+        current = (await self.pull.api.pull_request(repo, number)).body
+
+        async def write(body: str) -> None:
+            await self.pull.api.update_pull_body(repo, number, body)
+
+        return await placed(
+            block, current, write, self.pull.posted, forge="GitHub", limit=MAX_BODY,
+            hint="a workflow token needs `pull-requests: write`",
+        )  # fmt: skip
 
     # -- the check run -----------------------------------------------------------------------------
     async def _check_run(self, plan: PublishPlan | None, *, failed: str | None = None) -> None:

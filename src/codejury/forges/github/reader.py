@@ -22,6 +22,7 @@ from codejury.change.intent import read_linked
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, PrefetchedBase
 from codejury.checkout.cache import Remote
 from codejury.forges.adapter import human_comments, resolved_by_human, thread_replies
+from codejury.forges.description import without_walkthrough
 from codejury.forges.errors import ForgeAuthError
 from codejury.forges.github.api import GitHubRefused, IssueComment, ReviewComment, ReviewThread
 from codejury.forges.github.api import Review as GitHubReview
@@ -77,7 +78,7 @@ class PullRequestReader:
         previous = await pull.load_previous()
         meta = ChangeMeta(
             title=pr.title,
-            description=pr.body,
+            description=without_walkthrough(pr.body),
             author=pr.author,
             comments=tuple(comments),
             base_ref=pr.base_ref,

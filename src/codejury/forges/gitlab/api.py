@@ -105,6 +105,10 @@ class GitLabAPI:
             labels=tuple(data.get("labels") or ()),
         )
 
+    async def update_description(self, project: ProjectRef, iid: int, description: str) -> None:
+        """Write the merge request's description (``PUT /projects/:id/merge_requests/:iid`` with ``description``)."""
+        await self._json("PUT", _mr_path(project, iid), body={"description": description})
+
     async def latest_version(self, project: ProjectRef, iid: int) -> DiffRefs:
         """The shas of the newest diff version (the MR's ``diff_refs`` while none is computed yet)."""
         versions = await self._json("GET", _mr_path(project, iid) + "/versions")

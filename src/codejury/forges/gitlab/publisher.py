@@ -10,11 +10,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from codejury.forges.description import placed
 from codejury.forges.errors import ForgeRefused
 from codejury.forges.gitlab.merge_request import CONCURRENCY, MergeRequestState
 from codejury.forges.gitlab.types import position_for
 from codejury.forges.plan import PreviousState, PublishPlan, Replan
 from codejury.forges.summary import failure_note
+
+MAX_DESCRIPTION = 1_048_576
+"""The longest description GitLab stores."""
 
 
 class MergeRequestPublisher:
@@ -118,6 +122,20 @@ class MergeRequestPublisher:
             else:
                 self.pull.posted.append("approval withdrawn")
         return []
+
+    async def place_walkthrough(self, block: str) -> str | None:
+        """``block`` in the merge request's description (``forges.description``), read right before it is written;
+        None when it is there, else why the token may not write it (the caller keeps it in the summary)."""
+        project, iid = self.pull.target.project, self.pull.target.iid
+        current = (await self.pull.api.merge_request(project, iid)).description
+
+        async def write(description: str) -> None:
+            await self.pull.api.update_description(project, iid, description)
+
+        return await placed(
+            block, current, write, self.pull.posted, forge="GitLab", limit=MAX_DESCRIPTION,
+            hint="it needs the api scope and the Developer role",
+        )  # fmt: skip
 
     async def publish_failure(self, previous: PreviousState, message: str, head_sha: str) -> list[str]:
         """The short failure note in place of the summary; withdraw an earlier approval."""

@@ -28,6 +28,7 @@ from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedB
 from codejury.checkout.cache import Remote
 from codejury.errors import InputError
 from codejury.forges.adapter import human_comments, resolved_by_human, thread_replies
+from codejury.forges.description import without_walkthrough
 from codejury.forges.errors import ForgeError
 from codejury.forges.gitlab.merge_request import CONCURRENCY, MergeRequestState
 from codejury.forges.gitlab.types import Discussion, GitLabUser, MRDiff
@@ -124,7 +125,7 @@ class MergeRequestReader:
         )  # fmt: skip
         meta = ChangeMeta(
             title=mr.title,
-            description=mr.description,
+            description=without_walkthrough(mr.description),
             author=mr.author.username,
             comments=tuple(comments),
             base_ref=mr.target_branch,

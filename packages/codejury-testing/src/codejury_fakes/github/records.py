@@ -21,6 +21,8 @@ Side = Literal["LEFT", "RIGHT"]
 ACTIONS_LOGIN = "github-actions[bot]"
 ACTIONS_USER_ID = 41898282
 NOT_ACCESSIBLE = "Resource not accessible by integration"
+MAX_BODY = 65_536
+"""The longest pull request description GitHub stores."""
 OFF_DIFF = "Pull request review thread line must be part of the diff"
 ACTIONS_MAY_NOT_APPROVE = "GitHub Actions is not permitted to approve pull requests."
 DEFAULT_ACTIONS_PERMISSIONS = {"pull-requests": "write", "issues": "write", "checks": "write", "contents": "read"}

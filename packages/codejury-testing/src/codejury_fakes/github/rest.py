@@ -13,6 +13,7 @@ from typing import Any
 from codejury_fakes.github.records import (
     ACTIONS_MAY_NOT_APPROVE,
     MAX_ANNOTATIONS,
+    MAX_BODY,
     NOT_ACCESSIBLE,
     OFF_DIFF,
     Call,
@@ -75,6 +76,26 @@ class RestRoutes(GitHubState):
 
     def _get_pull(self, call: Call) -> Reply:
         return Reply(200, self._pull_json(self._pull(call.args["repo"], int(call.args["n"]))))
+
+    def _patch_pull(self, call: Call) -> Reply:
+        """Edit a pull request's description (``body``; the fake models no other field). A workflow token needs
+        ``pull-requests: write`` (403 "Resource not accessible by integration", as a fork's read-only token gets);
+        a person must be its author or have write access (403); a body over 65,536 characters is a 422."""
+        pull = self._pull(call.args["repo"], int(call.args["n"]))
+        assert call.token is not None
+        if call.token.kind != "pat":
+            if not call.token.may_write("pull-requests"):
+                raise Refusal(403, NOT_ACCESSIBLE)
+        elif call.login != pull.author and self._repos[pull.repo].permissions.get(call.login) not in ("write", "admin"):
+            raise Refusal(403, "Must have push access to edit this pull request.")
+        body = call.field("body")
+        if body is not None:
+            if not isinstance(body, str):
+                raise unprocessable("body is not a string")
+            if len(body) > MAX_BODY:
+                raise unprocessable(f"body is too long (maximum is {MAX_BODY} characters)")
+            pull.body = body
+        return Reply(200, self._pull_json(pull))
 
     def _pull_json(self, pull: Pull) -> dict[str, Any]:
         repo = {"full_name": pull.repo}

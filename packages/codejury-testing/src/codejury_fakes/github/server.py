@@ -15,8 +15,10 @@ nothing stored); approving or requesting changes on your own pull request (422);
 GitHub Actions while the repository does not allow it (422); writes with a read-only fork
 token or a workflow token lacking the permission (403 "Resource not accessible by
 integration"); resolving a thread with a workflow token lacking ``contents: write`` (GraphQL
-FORBIDDEN); check runs from a personal token (403, GitHub Apps only); more than 50 annotations
-in one check-run request (422); bad credentials (401); ``per_page`` above 100 (capped, with
+FORBIDDEN); check runs from a personal token (403, GitHub Apps only); a pull request's description edited by a
+workflow token without ``pull-requests: write`` (403 "Resource not accessible by integration") or by a person
+who is neither its author nor a writer (403; unconfirmed on github.com), or longer than 65,536 characters (422);
+more than 50 annotations in one check-run request (422); bad credentials (401); ``per_page`` above 100 (capped, with
 ``Link`` headers); GraphQL ``first`` above 100. Faults on demand: ``fail_next`` (429 with
 Retry-After, 403 secondary rate limit, 5xx, optionally taking effect first) and ``drop_next``
 (connection closed without an answer); ``latency_s`` delays every call.
@@ -161,6 +163,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub, Call], Reply]]] 
         ("GET", r"/user", FakeGitHub._get_user),
         ("GET", _REPO, FakeGitHub._get_repo),
         ("GET", _PULL, FakeGitHub._get_pull),
+        ("PATCH", _PULL, FakeGitHub._patch_pull),
         ("GET", _PULL + "/files", FakeGitHub._list_files),
         ("GET", _REPO + r"/collaborators/(?P<login>[^/]+)/permission", FakeGitHub._get_permission),
         ("GET", _REPO + r"/contents(?:/(?P<path>.*))?", FakeGitHub._get_contents),

@@ -215,6 +215,11 @@ class GitHubState:
         with self._lock:
             self._repos[repo or self.default_repo].issues[number] = (title, body)
 
+    def set_body(self, number: int, body: str, *, repo: str | None = None) -> None:
+        """The pull request's description, as its author edits it on the page."""
+        with self._lock:
+            self._pull(repo, number).body = body
+
     def set_labels(self, number: int, labels: Collection[str], *, repo: str | None = None) -> None:
         """The pull request's labels, as a person with triage access sets them."""
         with self._lock:

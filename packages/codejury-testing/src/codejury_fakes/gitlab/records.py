@@ -200,6 +200,16 @@ class Refusal(TestDoubleError):
         self.status, self.body = status, body
 
 
+MAX_DESCRIPTION = 1_048_576
+"""The longest merge request description GitLab stores."""
+INSUFFICIENT_SCOPE = {
+    "error": "insufficient_scope",
+    "error_description": "The request requires higher privileges than provided by the access token.",
+    "scope": "api",
+}
+"""GitLab's answer (403) to a write with a token that lacks the ``api`` scope (``read_api`` only)."""
+
+
 def refuse(status: int, message: str | None = None, *, error: str | None = None) -> Refusal:
     default = {400: "400 Bad request", 401: "401 Unauthorized", 403: "403 Forbidden", 404: "404 Not found"}
     return Refusal(status, {"error": error} if error else {"message": message or default.get(status, str(status))})

@@ -16,6 +16,7 @@ from codejury_fakes.gitlab.records import (
     DEVELOPER,
     GUEST,
     LINE_CODE_ERROR,
+    MAX_DESCRIPTION,
     Answer,
     Call,
     FakeUser,
@@ -60,6 +61,22 @@ def _get_issue(gl: GitLabState, call: Call) -> tuple[int, Any]:
 
 def _get_mr(gl: GitLabState, call: Call) -> tuple[int, Any]:
     return 200, gl._mr_json(gl._mr(call)[1])
+
+
+def _put_mr(gl: GitLabState, call: Call) -> tuple[int, Any]:
+    """Edit a merge request's description (the fake models no other field): its author or a Developer and above;
+    a Reporter gets 403, as GitLab answers. GitLab's 1,048,576-character limit is a 400."""
+    project, mr = gl._mr(call)
+    if call.user != mr.author and project.members[call.user.id] < DEVELOPER:
+        raise refuse(403)
+    description = call.params.get("description")
+    if description is not None:
+        if not isinstance(description, str):
+            raise refuse(400, error="description is invalid")
+        if len(description) > MAX_DESCRIPTION:
+            raise refuse(400, f"description is too long (maximum is {MAX_DESCRIPTION} characters)")
+        mr.description = description
+    return 200, gl._mr_json(mr)
 
 
 def _get_versions(gl: GitLabState, call: Call) -> tuple[int, Any]:
@@ -279,6 +296,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Endpoint]] = [
         ("POST", r"/projects/(?P<project>[^/]+)/merge_requests", post_merge_request),
         ("GET", r"/projects/(?P<project>[^/]+)/issues/(?P<iid>\d+)", _get_issue),
         ("GET", _MR, _get_mr),
+        ("PUT", _MR, _put_mr),
         ("GET", _MR + "/versions", _get_versions),
         ("GET", _MR + "/diffs", _get_diffs),
         ("GET", _MR + "/changes", _get_changes),

@@ -11,7 +11,9 @@ at ``api_url``, then inspect what is left:
 The world starts with project 1 (``acme/widgets``), the users ``alice`` (Developer, the
 default MR author), ``bob`` (Maintainer, a human reviewer), ``rita`` (Reporter) and the
 project-access-token bot ``project_1_bot`` (Developer), and one token per user; ``JOB_TOKEN``
-is a CI job token of alice's pipeline: it reads but may not write (403).
+is a CI job token of alice's pipeline: it reads but may not write (403); a token added with
+``scopes=("read_api",)`` may not write either (403 ``insufficient_scope``). The description is edited with
+``PUT .../merge_requests/:iid`` by its author or a Developer and above (a Reporter: 403).
 
 Faithful where a bot can go wrong: positions are checked against the MR's diff (a line
 outside it is a 400 with GitLab's line-code message; a form-encoded position is dropped and
@@ -41,7 +43,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from codejury_fakes.git_http import GitRepos
-from codejury_fakes.gitlab.records import Answer, Call, FakeUser, RecordedRequest, Refusal
+from codejury_fakes.gitlab.records import INSUFFICIENT_SCOPE, Answer, Call, FakeUser, RecordedRequest, Refusal
 from codejury_fakes.gitlab.routes import ROUTES
 from codejury_fakes.gitlab.state import GitLabState
 from codejury_fakes.loopback import LoopbackServer, QuietHandler
@@ -85,8 +87,13 @@ class FakeGitLab(GitLabState, LoopbackServer):
             query.pop(secret, None)
         body, json_body = _parse_body(headers.get("content-type", ""), raw)
         with self._lock:
-            user, job = self._tokens.get(_token(headers) or "", (None, False))
-            status, payload, out_headers = self._answer(method, parts.path, query, body, json_body, user, job)
+            token = _token(headers) or ""
+            user, job = self._tokens.get(token, (None, False))
+            if user is not None and method != "GET" and token in self._read_only_tokens:
+                answer: Answer = (403, dict(INSUFFICIENT_SCOPE), {})
+            else:
+                answer = self._answer(method, parts.path, query, body, json_body, user, job)
+            status, payload, out_headers = answer
             self._requests.append(RecordedRequest(method, parts.path, query, body, user.username if user else None,
                                                   status))  # fmt: skip
         return status, payload, out_headers

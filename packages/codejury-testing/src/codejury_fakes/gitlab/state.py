@@ -60,6 +60,7 @@ class GitLabState:
         self._lock = threading.RLock()
         self._users: dict[str, FakeUser] = {}
         self._tokens: dict[str, tuple[FakeUser, bool]] = {}
+        self._read_only_tokens: set[str] = set()
         self._projects: dict[int, Project] = {}
         self._faults: list[Fault] = []
         self._requests: list[RecordedRequest] = []
@@ -106,10 +107,13 @@ class GitLabState:
             else:
                 members[user_id] = level
 
-    def add_token(self, token: str, username: str, *, job: bool = False) -> None:
-        """A token acting as ``username``; ``job=True`` makes it a read-only CI job token."""
+    def add_token(self, token: str, username: str, *, job: bool = False, scopes: tuple[str, ...] = ("api",)) -> None:
+        """A token acting as ``username``; ``job=True`` makes it a read-only CI job token; without the ``api`` scope
+        (``scopes=("read_api",)``) every write is refused (403 insufficient_scope), as GitLab does."""
         with self._lock:
             self._tokens[token] = (self._users[username], job)
+            if "api" not in scopes:
+                self._read_only_tokens.add(token)
 
     def add_issue(self, project_id: int, iid: int, title: str, description: str) -> None:
         """An open issue of the project, served by the issues API to its members."""
@@ -140,6 +144,11 @@ class GitLabState:
             project.commits[base] = tree
             project.commits[version.head_sha] = apply_files(tree, files, version)
             return self._mr_json(mr)
+
+    def set_description(self, project_id: int, iid: int, description: str) -> None:
+        """The merge request's description, as its author edits it on the page."""
+        with self._lock:
+            self._projects[project_id].mrs[iid].description = description
 
     def set_repo_files(self, project_id: int, sha: str, files: dict[str, str]) -> None:
         """Set the whole tree of commit ``sha`` ({path: text}), as the repository files API reads it."""
