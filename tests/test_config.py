@@ -195,6 +195,8 @@ def test_every_scalar_key_reaches_the_settings() -> None:
             "describe_in": "description",
             "issue_tracker_url": "https://jira.example.com/rest/api/2/issue/{key}",
             "issue_tracker_token_env": "JIRA_TOKEN",
+            "remote_config": "https://routing.example/doc.json",
+            "instructions_url": "https://example.com/instructions.md",
         }
         table[key] = (not default) if isinstance(default, bool) else other[key] if key in other else default + 1
     settings = merge_file_table(Settings(), table, "x.toml")

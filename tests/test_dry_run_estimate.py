@@ -132,7 +132,7 @@ async def test_a_dry_run_names_the_models_with_no_known_price(tmp_path: Path) ->
     change = make_change(tmp_path, {"app/auth/users.py": (AUTH_OLD, AUTH_NEW)})
     mystery = "scripted-gw:team-model"
     settings = scripted_settings()
-    settings = replace(settings, reviewer_models={**settings.reviewer_models, "security": mystery})
+    settings = settings.model_copy(update={"reviewer_models": {**settings.reviewer_models, "security": mystery}})
     plan, _, _ = await run_review(change, {}, dry_run=True, settings=settings)
     assert isinstance(plan, Plan)
     assert besides_the_walkthrough(plan) == [

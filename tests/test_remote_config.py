@@ -28,9 +28,8 @@ def server() -> Iterator[RoutingServer]:
 async def plan_with(tmp_path: Path, url: str, **settings: object) -> tuple[Plan, list[str]]:
     change = make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)})
     warnings: list[str] = []
-    result, _, _ = await run_review(
-        change, {}, dry_run=True, settings=scripted_settings(remote_config=url, **settings), warnings=warnings
-    )
+    given = scripted_settings(**settings).model_copy(update={"remote_config": url})  # unvalidated: a hostile value too
+    result, _, _ = await run_review(change, {}, dry_run=True, settings=given, warnings=warnings)
     assert isinstance(result, Plan)
     return result, warnings
 

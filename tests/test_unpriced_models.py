@@ -5,7 +5,6 @@ The scripted models, like the embedded and local ones, are free by design: never
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 from codejury.config import DailyLimits, PriceSettings
@@ -50,7 +49,7 @@ async def review_with(
     change = make_change(tmp_path, {PATH: (AUTH_OLD, AUTH_NEW)})
     with EventLog(None, run_id="test") as events:
         opts = ReviewOptions(
-            settings=replace(base, reviewer_models=models),
+            settings=base.model_copy(update={"reviewer_models": models}),
             env={},
             events=events,
             warn=warnings.append,

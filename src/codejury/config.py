@@ -7,19 +7,21 @@ command-line flags < the remote routing document (``remote_config``), which re-r
 failback and providers over every other layer, since it is how an outage is handled while reviews run.
 API keys are never config values: a provider names the environment variable that holds its key.
 
-Every layer is validated by the one settings model, ``config_schema.FileTable`` (one error line naming
-the file, variable or flag, the key and what was expected); ``Settings`` is the frozen result the rest of
-the code reads.
+Every layer is validated by the settings model, ``config_schema.FileTable`` (one error line naming the file,
+variable or flag, the key and what was expected). ``Settings`` is the frozen result the rest of the code reads:
+a pydantic model that extends ``config_schema.SettingKeys``, where every key is declared once, and adds only
+what ``merge_validated`` converts the file's ``[models]``, ``[reviewers.NAME]``, ``[record]`` and
+``[confidence]`` tables into, with ``model_source`` and ``origins``.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from codejury.config_schema import FAIL_ON_CHOICES as FAIL_ON_CHOICES
 from codejury.config_schema import (
@@ -28,7 +30,9 @@ from codejury.config_schema import (
     MemoryTable,
     PriceTable,
     ProviderTable,
+    RecordTable,
     RetrievalTable,
+    SettingKeys,
     SkipTable,
     Source,
     dotted,
@@ -81,7 +85,6 @@ ENV_ALIASES: dict[str, str] = {
     "CODEJURY_RECORD_URL": "record.url",
 }
 """Shorter names kept for some keys' variables (``env_name``: ``CODEJURY_MODELS__TOP``); the long name wins."""
-_DEFAULT = FileTable()
 
 
 ProviderSettings = ProviderTable
@@ -98,89 +101,25 @@ RetrievalSettings = RetrievalTable
 """``[retrieval]``: the embeddings model, the reranker and the vector store of code search; None: not used."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The user's layered settings (before plugins contribute); defaults are the schema's."""
+class Settings(SettingKeys):
+    """The user's layered settings (before plugins contribute): every key of ``SettingKeys`` as the layers left it
+    (declared there once, defaults included), and what ``merge_validated`` makes of the file's other tables."""
 
-    models: Mapping[str, str] = field(default_factory=dict)
-    reviewer_models: Mapping[str, str] = field(default_factory=dict)
+    models: Mapping[str, str] = Field(default_factory=dict)
+    """Tier → model string, from ``[models]`` (``fill_default_models`` gives the tiers left a default)."""
+    reviewer_models: Mapping[str, str] = Field(default_factory=dict)
+    """Reviewer (or ``coordinator``) → model string, from ``[reviewers.NAME] model``."""
     disabled_reviewers: frozenset[str] = frozenset()
-    providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
-    prices: Mapping[str, PriceSettings] = field(default_factory=dict)
-    failback: Mapping[str, str | None] = field(default_factory=dict)
-    reflection: bool = _DEFAULT.reflection
-    fail_on: str = _DEFAULT.fail_on
-    exclude: tuple[str, ...] = ()
-    max_tool_calls: int = _DEFAULT.max_tool_calls
-    max_requests: int = _DEFAULT.max_requests
-    max_input_tokens: int = _DEFAULT.max_input_tokens
-    reviewer_timeout_s: float = _DEFAULT.reviewer_timeout_s
-    overall_timeout_s: float = _DEFAULT.overall_timeout_s
-    stall_timeout_s: float = _DEFAULT.stall_timeout_s
-    heartbeat_s: float = _DEFAULT.heartbeat_s
-    min_retry_window_s: float = _DEFAULT.min_retry_window_s
-    breaker_failures: int = _DEFAULT.breaker_failures
-    breaker_cooldown_s: float = _DEFAULT.breaker_cooldown_s
-    remote_config: str | None = None
-    plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    model_source: str = "default"
-    approve: bool = _DEFAULT.approve
-    """False: on a forge, publish comments only, never approve or withdraw an approval."""
-    verify: str = _DEFAULT.verify
-    """Whose findings a separate call verifies: ``weak`` models', ``all``, or ``off``."""
-    votes: int = _DEFAULT.votes
-    """Samples per reviewer of a weak model; above 1 the findings are voted on."""
-    votes_needed: int | None = None
-    """Samples that must agree on a finding; None: a majority."""
-    weak_panel: str = _DEFAULT.weak_panel
-    """``single``: a weak model's built-in specialists collapse into one generalist call; ``panel``: one call each."""
-    intent_tokens: int = _DEFAULT.intent_tokens
-    """Tokens of the linked issues in the reviewers' shared context; 0: none."""
-    describe: bool = _DEFAULT.describe
-    """False: no walkthrough of the change is written (one line says so)."""
-    describe_in: str = _DEFAULT.describe_in
-    """``comment``: the walkthrough is in the summary comment; ``description``: in the description's marked block."""
-    issue_tracker_url: str | None = None
-    """URL template (``{key}``) where another tracker's issues are read; None: forge issues only."""
-    issue_tracker_token_env: str | None = None
-    """The variable holding that tracker's token."""
-    max_unproven: int = _DEFAULT.max_unproven
-    """Advisory findings of weak models published per review; the rest are counted as dropped."""
-    weak_models: tuple[str, ...] = ()
-    """More models (globs) treated as weak, besides those whose profile says so."""
-    evidence: tuple[str, ...] = ()
-    """SARIF files read as analyzer evidence."""
-    analyzers: bool = _DEFAULT.analyzers
-    enable_analyzers: tuple[str, ...] = ()
-    """Analyzers that are off by default to run as well (``analyzers.OFF_BY_DEFAULT``)."""
-    disable_analyzers: tuple[str, ...] = ()
-    """Analyzers not to run, by registered name."""
-    max_cost_usd: float | None = None
-    """Cost ceiling of one review (USD); None: none."""
-    instructions_url: str | None = None
-    """The organisation's instructions template; None: none."""
-    instructions_max_chars: int = _DEFAULT.instructions_max_chars
-    related_code_tokens: int = _DEFAULT.related_code_tokens
-    """Budget of the related-code section of an inline model's prompt; 0: none."""
-    discussion_tokens: int = _DEFAULT.discussion_tokens
-    """Budget of the forge discussion a reviewer reads (``get_pr_discussion`` or its prompt); 0: none."""
-    test_failures_tokens: int = _DEFAULT.test_failures_tokens
-    """Budget of the failing tests (``--tests``) in the reviewers' shared context; 0: not there."""
+    """Reviewers that ``[reviewers.NAME] enabled = false`` turned off."""
     record_url: str | None = None
     """Where reviews are recorded (``record.url``); None: the default SQLite file."""
-    record_prompts: bool = False
+    record_prompts: bool = RecordTable.model_fields["prompts"].default
     """Traces carry prompts and responses (``record.prompts``); off: names, models, tokens, timings only."""
-    limits: DailyLimits = field(default_factory=lambda: DailyLimits())
-    """Daily caps on reviews and spend (``[limits]``)."""
-    retrieval: RetrievalSettings = field(default_factory=lambda: RetrievalSettings())
-    """Embeddings and reranker of code search (``[retrieval]``)."""
-    memory: MemorySettings = field(default_factory=lambda: MemorySettings())
-    """Dismissed findings remembered per repository (``[memory]``)."""
-    skip: SkipRules = field(default_factory=lambda: SkipRules())
-    """Merge requests not reviewed (``[skip]``)."""
-    min_confidence: Mapping[str, float] = field(default_factory=dict)
+    min_confidence: Mapping[str, float] = Field(default_factory=dict)
     """``[confidence]``: ``min`` and per-severity thresholds a finding needs to be published (empty: none)."""
-    origins: Mapping[str, str] = field(default_factory=dict, compare=False)
+    model_source: str = "default"
+    """Which layer chose the models: default, config, environment, command line or embedded."""
+    origins: Mapping[str, str] = Field(default_factory=dict)
     """Dotted key → where the user set it (``.codejury.toml: providers.gw.kind``), for later errors."""
 
     def origin(self, dotted: str) -> str:
@@ -230,32 +169,26 @@ class ReviewConfig:
         return self.settings.models[tier]
 
 
-_CONVERTED = frozenset({"remote_config", "instructions_url"})  # "" turns them off: None
+_FILE_ONLY = frozenset(FileTable.model_fields) - frozenset(SettingKeys.model_fields)
+"""The file's tables that ``merge_validated`` converts (``[models]``, ``[reviewers.NAME]``, ``[record]``…)."""
 
 
 def _kind(annotation: Any) -> str:
-    """``list``, ``table`` (a dict or a model: merged per entry or converted) or ``scalar``."""
-    origin = get_origin(annotation)
-    if origin is list:
-        return "list"
-    if origin is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+    """``mapping`` (merged per entry), ``table`` (a model: merged key by key) or ``value`` (taken as it is)."""
+    if get_origin(annotation) is dict:
+        return "mapping"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "table"
-    return "scalar"
+    return "value"
 
 
-_KINDS = {name: _kind(info.annotation) for name, info in FileTable.model_fields.items()}
+_KINDS = {name: _kind(info.annotation) for name, info in SettingKeys.model_fields.items()}
 SCALAR_KEYS = tuple(
     key
     for key, kind in _KINDS.items()
-    if kind == "scalar" and key in Settings.__dataclass_fields__ and key not in _CONVERTED
+    if kind == "value" and get_origin(SettingKeys.model_fields[key].annotation) is not tuple
 )
-"""Keys whose value a Settings field of the same name takes as it is (the others are merged or converted)."""
-LIST_KEYS = tuple(key for key, kind in _KINDS.items() if kind == "list")
-"""Keys whose list a Settings field of the same name takes as a tuple."""
-MERGED_TABLES = tuple(
-    key for key, kind in _KINDS.items() if kind == "table" and isinstance(getattr(Settings(), key, None), BaseModel)
-)
-"""Tables that Settings holds as the model's own table (``[limits]``, ``[retrieval]``…), merged key by key."""
+"""Keys whose one value the settings hold as the layer gave it (lists, mappings and tables are merged apart)."""
 
 
 def read_config_text(name: str, text: str) -> tuple[dict[str, Any], str]:
@@ -300,24 +233,27 @@ def merge_file_table(
 
 
 def merge_validated(base: Settings, t: FileTable, source: Source, *, model_source: str = "config") -> Settings:
-    """Apply a validated table over ``base``: the keys it sets win, tables merge one level deep."""
-    changes: dict[str, Any] = {name: getattr(t, name) for name in SCALAR_KEYS if name in t.model_fields_set}
-    given_models: dict[str, str] = t.models.model_dump(exclude_none=True)
-    models = {**base.models, **given_models}
-    reviewer_models = {**base.reviewer_models, **{n: e.model for n, e in t.reviewers.items() if e.model is not None}}
+    """Apply a validated table over ``base``: the keys it sets win, mappings and tables merge one level deep; the
+    file-only tables become the settings' own fields (``[models]`` → ``models``, ``[reviewers.NAME]`` →
+    ``reviewer_models`` and ``disabled_reviewers``, ``[record]`` → ``record_url``/``record_prompts``,
+    ``[confidence]`` → ``min_confidence``)."""
+    changes: dict[str, Any] = {}
+    for name in t.model_fields_set - _FILE_ONLY:
+        value, kind = getattr(t, name), _KINDS[name]
+        if kind == "mapping":
+            changes[name] = {**getattr(base, name), **value}
+        elif kind == "table":
+            changes[name] = getattr(base, name).model_copy(
+                update={k: getattr(value, k) for k in value.model_fields_set}
+            )
+        else:
+            changes[name] = value
     disabled = set(base.disabled_reviewers)
     for name, entry in t.reviewers.items():
         if entry.enabled is True:
             disabled.discard(name)
         elif entry.enabled is False:
             disabled.add(name)
-    for listed in LIST_KEYS:
-        if listed in t.model_fields_set:
-            changes[listed] = tuple(getattr(t, listed))
-    if "remote_config" in t.model_fields_set:
-        changes["remote_config"] = t.remote_config or None
-    if "instructions_url" in t.model_fields_set:
-        changes["instructions_url"] = t.instructions_url or None
     if "url" in t.record.model_fields_set:
         changes["record_url"] = t.record.url
     if "prompts" in t.record.model_fields_set:
@@ -325,24 +261,19 @@ def merge_validated(base: Settings, t: FileTable, source: Source, *, model_sourc
     if t.confidence.model_fields_set:
         given_confidence = {k: v for k in t.confidence.model_fields_set if (v := getattr(t.confidence, k)) is not None}
         changes["min_confidence"] = {**base.min_confidence, **given_confidence}
-    for name in MERGED_TABLES:
-        table = getattr(t, name)
-        if table.model_fields_set:
-            given = {key: getattr(table, key) for key in table.model_fields_set}
-            changes[name] = getattr(base, name).model_copy(update=given)
     sets_models = bool(t.models.model_fields_set) or any(e.model is not None for e in t.reviewers.values())
-    merged = replace(
-        base,
-        **changes,
-        models=models,
-        reviewer_models=reviewer_models,
-        disabled_reviewers=frozenset(disabled),
-        providers={**base.providers, **t.providers},
-        prices={**base.prices, **t.prices},
-        failback={**base.failback, **{model: nxt or None for model, nxt in t.failback.items()}},
-        plugins={**base.plugins, **t.plugins},
-        model_source=model_source if sets_models else base.model_source,
-        origins={**base.origins, **_origins(t.model_dump(exclude_unset=True), source)},
+    merged = base.model_copy(
+        update={
+            **changes,
+            "models": {**base.models, **t.models.model_dump(exclude_none=True)},
+            "reviewer_models": {
+                **base.reviewer_models,
+                **{n: e.model for n, e in t.reviewers.items() if e.model is not None},
+            },
+            "disabled_reviewers": frozenset(disabled),
+            "model_source": model_source if sets_models else base.model_source,
+            "origins": {**base.origins, **_origins(t.model_dump(exclude_unset=True), source)},
+        }
     )
     if merged.votes_needed is not None and merged.votes_needed > merged.votes:
         raise ConfigError(
@@ -446,11 +377,13 @@ def fill_default_models(settings: Settings, env: Mapping[str, str]) -> tuple[Set
         if env.get(key_env):
             for tier in missing:
                 models[tier] = defaults[tier]
-            return replace(settings, models=models), f"no model configured; using {key_env[:-8].lower()} models"
+            return settings.model_copy(
+                update={"models": models}
+            ), f"no model configured; using {key_env[:-8].lower()} models"
     for tier in missing:
         models[tier] = EMBEDDED_MODEL
     notice = (
         "no model provider configured; using the embedded local model "
         f"({EMBEDDED_MODEL}). Set CODEJURY_MODEL or [tool.codejury.models] to use another."
     )
-    return replace(settings, models=models, model_source="embedded"), notice
+    return settings.model_copy(update={"models": models, "model_source": "embedded"}), notice

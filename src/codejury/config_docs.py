@@ -134,7 +134,7 @@ def type_label(annotation: Any, metadata: tuple[Any, ...] | list[Any] = ()) -> s
     if origin is dict:
         value = args[1]
         return "table of tables" if get_origin(value) is dict or _is_table(value) else f"table of {type_label(value)}"
-    if origin is list:
+    if origin in (list, tuple):  # a key's list is held as a tuple
         return f"list of {type_label(args[0])}"
     if origin is Literal:
         return "one of " + ", ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in args)
@@ -149,7 +149,7 @@ def _is_table(annotation: Any) -> bool:
 
 
 def _default(info: FieldInfo) -> str:
-    if info.default_factory is not None or isinstance(info.default, BaseModel):
+    if info.default_factory is not None or isinstance(info.default, BaseModel) or info.default == ():
         return "—"
     if info.default is PydanticUndefined:
         return "required"
@@ -221,7 +221,7 @@ def _env_rows() -> Iterator[tuple[str, str, str]]:
 
 
 def _env_value(annotation: Any) -> str:
-    if get_origin(annotation) is list:
+    if get_origin(annotation) in (list, tuple):
         return _LIST
     if annotation is bool or bool in get_args(annotation):
         return _BOOLEAN

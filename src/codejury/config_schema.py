@@ -1,5 +1,6 @@
-"""The settings model: one pydantic model (``FileTable``) that declares every setting and validates every
-source of one, the environment read through pydantic-settings.
+"""The settings model: every setting declared once (``SettingKeys``, the keys ``config.Settings`` holds as given,
+and ``FileTable``, which adds the tables ``config.merge_validated`` converts) and every source of one validated
+by ``FileTable``, the environment read through pydantic-settings.
 
 A config file's table (``.codejury.toml``, ``[tool.codejury]``, ``--config``), the ``CODEJURY_*``
 environment variables (``environment_table``: every key, a nested one with ``__``, e.g.
@@ -23,7 +24,7 @@ from difflib import get_close_matches
 from typing import Annotated, Any, Literal, cast, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, EnvSettingsSource
@@ -56,8 +57,16 @@ def _model_string(value: str) -> str:
     return value.strip()
 
 
-def _model_string_or_empty(value: str) -> str:
-    return value if value == "" else _model_string(value)
+def _model_string_or_end(value: str | None) -> str | None:
+    return None if not value else _model_string(value)  # "" ends a chain: None, as the settings hold it
+
+
+def _none_if_empty(value: str | None) -> str | None:
+    return value or None  # "" turns a URL setting off over an earlier layer
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value  # a file's list, held as a tuple
 
 
 def _reranker(value: str) -> str:
@@ -101,8 +110,10 @@ def _fail_on(value: str) -> str:
 ModelString = Annotated[str, AfterValidator(_model_string), TypeLabel('"provider:model"')]
 Reranker = Annotated[str, AfterValidator(_reranker), TypeLabel('"provider:model" or "reviewer"')]
 FailbackTarget = Annotated[
-    str, AfterValidator(_model_string_or_empty), TypeLabel('"provider:model", or "" to end the chain')
+    str | None, AfterValidator(_model_string_or_end), TypeLabel('"provider:model", or "" to end the chain')
 ]
+UrlOrOff = Annotated[str | None, AfterValidator(_none_if_empty)]
+AS_TUPLE = BeforeValidator(_as_tuple)
 HttpUrl = Annotated[str, AfterValidator(_http_url), TypeLabel("http(s) URL")]
 EnvName = Annotated[str, AfterValidator(_env_name), TypeLabel("environment variable name")]
 ProviderName = Annotated[str, AfterValidator(_provider_name), TypeLabel("provider name")]
@@ -343,15 +354,11 @@ class RetrievalTable(_Table):
     )
 
 
-class FileTable(_Table):
-    """Every setting: the codejury table of ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml or a
-    ``--config`` file, and the ``CODEJURY_*`` variables (``CODEJURY_<KEY>``, ``CODEJURY_<TABLE>__<KEY>``: read by
-    pydantic-settings' environment source, ``environment_table``)."""
+class SettingKeys(_Table):
+    """Every setting that ``config.Settings`` holds as a file gives it: each key declared once, here, for the
+    files, the environment, the flags and the settings alike (a file's list is held as a tuple, a URL's ""
+    as None, a failback's "" as None)."""
 
-    models: ModelsTable = Field(default_factory=lambda: ModelsTable(), description="Model per tier (see [models]).")
-    reviewers: dict[Name, ReviewerTable] = Field(
-        default_factory=dict, description="Per reviewer (see [reviewers.NAME])."
-    )
     providers: dict[ProviderName, ProviderTable] = Field(
         default_factory=dict, description="Providers (see [providers.NAME])."
     )
@@ -371,7 +378,9 @@ class FileTable(_Table):
         default="requested_changes",
         description="Exit 1 when the review reaches this level (same choices as --fail-on).",
     )
-    exclude: list[Glob] = Field(default_factory=list, description="Skip changed files matching these globs.")
+    exclude: Annotated[tuple[Glob, ...], AS_TUPLE] = Field(
+        default=(), description="Skip changed files matching these globs."
+    )
     max_tool_calls: Count = Field(default=25, description="Tool calls one reviewer may make.")
     max_requests: Count = Field(default=30, description="Model requests one reviewer may make.")
     max_input_tokens: Count = Field(default=400_000, description="Input tokens one reviewer may spend.")
@@ -386,7 +395,7 @@ class FileTable(_Table):
     breaker_cooldown_s: Seconds = Field(
         default=120.0, description="Open breaker: wait this long, then one probe request."
     )
-    remote_config: str | None = Field(
+    remote_config: UrlOrOff = Field(
         default=None,
         description="URL of a JSON routing document fetched at start-up and, while the models are called, re-read "
         "before each model request and every 2 s (see Remote routing in the README): https (http only to a "
@@ -457,13 +466,13 @@ class FileTable(_Table):
         description="At most this many findings of weak models that no analyzer backs (advisory ones) are published "
         "per review, the most severe first; the rest are dropped and counted (unproven_over_limit).",
     )
-    weak_models: list[Glob] = Field(
-        default_factory=list,
+    weak_models: Annotated[tuple[Glob, ...], AS_TUPLE] = Field(
+        default=(),
         description='More models to treat as weak, by "provider:model" glob: their findings are verified, and '
         "only those backed by analyzer evidence count toward a blocking verdict (the rest are advisory).",
     )
-    evidence: list[str] = Field(
-        default_factory=list,
+    evidence: Annotated[tuple[str, ...], AS_TUPLE] = Field(
+        default=(),
         description="SARIF files from tools the team already runs, read as analyzer evidence (as --evidence).",
     )
     analyzers: bool = Field(
@@ -471,13 +480,13 @@ class FileTable(_Table):
         description="Run the built-in analyzers (ruff, secrets, the rule pack, hadolint, team rules, drift, hygiene, "
         "hidden_text, shellcheck, zizmor, cppcheck, typos) on the changed lines.",
     )
-    enable_analyzers: list[Name] = Field(
-        default_factory=list,
+    enable_analyzers: Annotated[tuple[Name, ...], AS_TUPLE] = Field(
+        default=(),
         description="Analyzers that are off by default to run as well, by registered name (oxlint, mypy: "
         '["oxlint", "mypy"]).',
     )
-    disable_analyzers: list[Name] = Field(
-        default_factory=list,
+    disable_analyzers: Annotated[tuple[Name, ...], AS_TUPLE] = Field(
+        default=(),
         description='Analyzers not to run, by registered name (e.g. ["zizmor"]); a plugin\'s too.',
     )
     max_cost_usd: Usd | None = Field(
@@ -485,7 +494,7 @@ class FileTable(_Table):
         description="Cost ceiling of one review in USD (as --max-cost): when the model calls reach it, running "
         "reviewers stop and the review is published as partial, never as an approval. Default: no ceiling.",
     )
-    instructions_url: str | None = Field(
+    instructions_url: UrlOrOff = Field(
         default=None,
         description="URL of the organisation's instructions template (Markdown), given to every reviewer after "
         "the repository's own instructions; https (http only to a loopback host), redirects on its own host "
@@ -519,13 +528,6 @@ class FileTable(_Table):
         ".codejury/instructions.md from each changed file up to the root, nearest first, then the "
         "organisation's); what does not fit is cut, and the review says what.",
     )
-    record: RecordTable = Field(
-        default_factory=lambda: RecordTable(), description="Where reviews are recorded (see [record])."
-    )
-    confidence: ConfidenceTable = Field(
-        default_factory=lambda: ConfidenceTable(),
-        description="The confidence a finding needs to be published, overall and per severity (see [confidence]).",
-    )
     limits: LimitsTable = Field(
         default_factory=lambda: LimitsTable(), description="Daily caps on reviews and spend (see [limits])."
     )
@@ -540,6 +542,26 @@ class FileTable(_Table):
     skip: SkipTable = Field(
         default_factory=lambda: SkipTable(),
         description="Merge requests not reviewed, by label, author, title, target branch or paths (see [skip]).",
+    )
+
+
+class FileTable(SettingKeys):
+    """Every setting: the codejury table of ``.codejury.toml``, ``[tool.codejury]`` of pyproject.toml or a
+    ``--config`` file, and the ``CODEJURY_*`` variables (``CODEJURY_<KEY>``, ``CODEJURY_<TABLE>__<KEY>``: read by
+    pydantic-settings' environment source, ``environment_table``): the keys of ``SettingKeys``, and the tables
+    that ``config.merge_validated`` converts (the model of each tier, each reviewer's model and switch, the store
+    and the confidence thresholds)."""
+
+    models: ModelsTable = Field(default_factory=lambda: ModelsTable(), description="Model per tier (see [models]).")
+    reviewers: dict[Name, ReviewerTable] = Field(
+        default_factory=dict, description="Per reviewer (see [reviewers.NAME])."
+    )
+    record: RecordTable = Field(
+        default_factory=lambda: RecordTable(), description="Where reviews are recorded (see [record])."
+    )
+    confidence: ConfidenceTable = Field(
+        default_factory=lambda: ConfidenceTable(),
+        description="The confidence a finding needs to be published, overall and per severity (see [confidence]).",
     )
 
 
@@ -604,7 +626,7 @@ class _Environment(EnvSettingsSource):
                 raise ConfigError(
                     f"environment: {self._variable(field_name, value)} is not valid JSON ({exc})"
                 ) from None
-        if field is not None and get_origin(field.annotation) is list:
+        if field is not None and get_origin(field.annotation) in (list, tuple):
             return [part.strip() for part in text.split(",") if part.strip()]
         variable = self._variable(field_name, value)
         raise ConfigError(
@@ -684,6 +706,7 @@ def _expectation(error: ErrorDetails) -> str:
         "model_type": "a table",
         "model_attributes_type": "a table",
         "list_type": "a list",
+        "tuple_type": "a list",
         "finite_number": "a finite number",
         "string_too_short": "a non-empty string",
     }

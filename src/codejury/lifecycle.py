@@ -154,10 +154,11 @@ def _apply_post(config: ReviewConfig, ctx: PostConfigureContext) -> ReviewConfig
     providers = {
         n: (replace(p, enabled=False) if n in ctx.disabled_providers else p) for n, p in config.providers.items()
     }
-    settings = replace(
-        config.settings,
-        reviewer_models={**config.settings.reviewer_models, **ctx.model_overrides},
-        failback={**config.settings.failback, **ctx.failback},
+    settings = config.settings.model_copy(
+        update={
+            "reviewer_models": {**config.settings.reviewer_models, **ctx.model_overrides},
+            "failback": {**config.settings.failback, **ctx.failback},
+        }
     )
     return replace(config, providers=providers, settings=settings)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ WEAK = ("scripted:one",)
 
 
 def cfg(models: dict[str, str], **changes: Any) -> Any:
-    return replace(scripted_settings(**changes), reviewer_models=models)
+    return scripted_settings(**changes).model_copy(update={"reviewer_models": models})
 
 
 def panel_names(result: Review | Plan) -> list[str]:
