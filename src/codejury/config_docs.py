@@ -192,7 +192,7 @@ def _builtin_providers() -> list[str]:
         "|---|---|---|---|",
     ]
     for p in BUILTIN_PROVIDERS.values():
-        where = p.base_url or ("vendor default" if p.kind in ("openai", "anthropic") else "— (in-process)")
+        where = p.base_url or ("— (in-process)" if p.kind == "local" else "vendor default")
         lines.append(f"| `{p.name}` | {p.kind} | {where} | {p.api_key_env or '—'} |")
     return [*lines, ""]
 

@@ -154,13 +154,24 @@ class ProviderTable(_Table):
     kind: Name = Field(
         default="openai-compatible",
         description="Wire protocol: openai, anthropic, openai-compatible (a base_url is required), local, "
-        "or a kind a plugin registers.",
+        "bedrock, vertex, azure, or a kind a plugin registers.",
     )
     base_url: HttpUrl | None = Field(default=None, description="Where the API lives; a built-in provider's by default.")
     api_key_env: EnvName | None = Field(
         default=None, description="The environment variable that holds the API key (keys never go in config)."
     )
     enabled: bool = Field(default=True, description="false: skip this provider's models along their failback chains.")
+    region: Name | None = Field(
+        default=None,
+        description="bedrock: the AWS region (else AWS_REGION / AWS_DEFAULT_REGION / the profile's); "
+        "vertex: the location (else GOOGLE_CLOUD_LOCATION).",
+    )
+    project: Name | None = Field(
+        default=None, description="vertex: the Google Cloud project (else GOOGLE_CLOUD_PROJECT)."
+    )
+    api_version: Name | None = Field(
+        default=None, description="azure: the Azure OpenAI API version (else OPENAI_API_VERSION), e.g. 2024-10-21."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -96,6 +96,9 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
             base_url=p.base_url or (base.base_url if base else None),
             api_key_env=p.api_key_env or (base.api_key_env if base else None),
             enabled=p.enabled,
+            region=p.region,
+            project=p.project,
+            api_version=p.api_version,
         )
     check_reviewer_names(settings, into.reviewers)  # --model-for / [reviewers.NAME] name a real reviewer
     check_embeddings_provider(settings, providers, into.embeddings)  # [retrieval] embeddings_model's NAME

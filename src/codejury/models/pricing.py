@@ -10,7 +10,9 @@ Prices are USD per million tokens. A model string (``provider:model``) is priced
    never "unpriced";
 3. the price data that ships with the installed ``genai-prices`` package (its bundled snapshot: nothing is
    fetched at run time). A provider genai-prices knows by name (``openai``, ``anthropic``, ``groq``, ...)
-   is looked up there, with genai-prices' own rules for dated and aliased model names; any other provider
+   is looked up there, with genai-prices' own rules for dated and aliased model names (``bedrock`` is its
+   ``aws``, with its regional prefixes: ``us.anthropic.claude-...``; ``vertex`` its ``google``; an ``azure``
+   deployment is priced when it is named after its model, ``azure:gpt-4o``); any other provider
    (a gateway, an OpenAI-compatible server: ``gw:gpt-4o``) is priced only when its model name matches
    models of genai-prices that all have one price, else it is unpriced.
 
@@ -54,6 +56,7 @@ FREE_PROVIDERS: frozenset[str] = LOCAL_PROVIDER_NAMES | {"scripted"}
 GENAI_PROVIDER_ALIASES: dict[str, str] = {
     "google-gla": "google",
     "google-vertex": "google",
+    "vertex": "google",
     "bedrock": "aws",
     "xai": "x-ai",
     "grok": "x-ai",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from codejury.errors import ConfigError
 from codejury.models.profiles import CapabilityProfile
 
-PROVIDER_KINDS: tuple[str, ...] = ("openai", "anthropic", "openai-compatible", "local")
+PROVIDER_KINDS: tuple[str, ...] = ("openai", "anthropic", "openai-compatible", "local", "bedrock", "vertex", "azure")
 """The built-in provider kinds (``models.registry.BUILTIN_MODEL_KINDS``); plugins register more."""
 
 #: Placeholder key for OpenAI-compatible servers that need none (the SDK insists on a non-empty key).
@@ -25,6 +25,12 @@ class ProviderSpec:
     api_key_env: str | None = None
     enabled: bool = True
     profile: CapabilityProfile | None = None
+    region: str | None = None
+    """A cloud provider's region: Bedrock's AWS region, Vertex AI's location (else from the environment)."""
+    project: str | None = None
+    """Vertex AI's Google Cloud project (else ``GOOGLE_CLOUD_PROJECT``)."""
+    api_version: str | None = None
+    """Azure OpenAI's API version (else ``OPENAI_API_VERSION``)."""
 
 
 BUILTIN_PROVIDERS: dict[str, ProviderSpec] = {
@@ -36,6 +42,11 @@ BUILTIN_PROVIDERS: dict[str, ProviderSpec] = {
     "vllm": ProviderSpec("vllm", "openai-compatible", base_url="http://localhost:8000/v1"),
     "llamacpp": ProviderSpec("llamacpp", "openai-compatible", base_url="http://localhost:8080/v1"),
     "local": ProviderSpec("local", "local"),
+    # The clouds' own credential chains (models.cloud_setup): AWS's, Google's Application Default Credentials,
+    # Azure OpenAI's key or Microsoft Entra token.
+    "bedrock": ProviderSpec("bedrock", "bedrock"),
+    "vertex": ProviderSpec("vertex", "vertex"),
+    "azure": ProviderSpec("azure", "azure"),
 }
 
 #: Providers whose tokens cost nothing: servers on the user's own machine and the embedded model.

@@ -1,7 +1,8 @@
 """Can a model run on this machine? Answered without building a client, loading weights or calling it.
 
 ``--dry-run`` lists every chosen model that cannot run and why (an unknown or disabled provider,
-its API key variable unset, no ``base_url``, the embedded model's runtime or weights missing),
+its API key variable unset, no ``base_url``, the embedded model's runtime or weights missing, a cloud's SDK
+not installed or its region, project, endpoint or API version not set),
 and the first-run notice only offers the embedded model when the ``local`` extra is installed.
 Installed distributions are read from package metadata (``importlib.metadata``), never by
 importing them: importing llama.cpp or the 22 weight packages would take seconds.
@@ -15,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codejury.models.cloud_setup import CLOUD_KINDS, cloud_problem
 from codejury.models.weights import DEFAULT_WEIGHTS, NAMED_MODELS, default_models_dir
 
 if TYPE_CHECKING:
@@ -79,6 +81,8 @@ def model_problem(spec: str, providers: Mapping[str, ProviderSpec], env: Mapping
         return f"provider {provider_name!r} is disabled"
     if provider.kind == "local":
         return embedded_model_missing(model_name)
+    if provider.kind in CLOUD_KINDS:
+        return cloud_problem(provider, env)
     if provider.api_key_env is not None and not env.get(provider.api_key_env, "").strip():
         return f"{provider.api_key_env} is not set"
     if provider.kind == "openai-compatible" and not provider.base_url:

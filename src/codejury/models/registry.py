@@ -2,11 +2,12 @@
 
 A provider's ``kind`` names a ``ModelKind``: how to build the models of that kind. The kinds
 are registered through the ``codejury_register_model_kinds`` hook; the built-in plugin
-registers ``BUILTIN_MODEL_KINDS`` (openai, anthropic, openai-compatible, local) the same way a
-third-party plugin registers its own.
+registers ``BUILTIN_MODEL_KINDS`` (openai, anthropic, openai-compatible, local, and the clouds: bedrock,
+vertex, azure) the same way a third-party plugin registers its own.
 
 The SDK clients are built here with ``max_retries=0``: the OpenAI and Anthropic SDKs retry
-twice on their own by default, and our resilience layer (breaker, failback) owns retries.
+twice on their own by default, and our resilience layer (breaker, failback) owns retries. So do the
+clouds' clients: botocore with one attempt, google-genai with one attempt.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import hashlib
 import importlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from codejury.errors import ModelSetupError
+from codejury.models.cloud_setup import CLOUD_ENV, CloudSetup, cloud_setup
 from codejury.models.profiles import CapabilityProfile, ResolvedModel
 from codejury.models.providers import NO_KEY_PLACEHOLDER, ProviderSpec
 from codejury.tls import tls_context
@@ -41,6 +43,7 @@ _PROVIDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Context windows of the cloud families we know; anything else gets the profile default.
 _CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude-", 200_000),
+    ("gemini-", 1_048_576),
     ("gpt-4.1", 1_000_000),
     ("gpt-5", 400_000),
     ("gpt-6", 400_000),
@@ -64,6 +67,8 @@ class ModelRequest:
     base_url: str | None
     """The provider's base URL, else the kind's environment override, else the kind's default."""
     timeout_s: float
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The environment the model string was resolved in (a cloud kind reads its region, project or endpoint there)."""
 
 
 ModelFactory = Callable[[ModelRequest], ResolvedModel]
@@ -82,6 +87,8 @@ class ModelKind:
     """An environment variable that overrides ``default_base_url`` (``OPENAI_BASE_URL``)."""
     shared: bool = True
     """Same inputs, same model object (one connection pool); False: the factory shares on its own."""
+    reads_env: tuple[str, ...] = ()
+    """Environment variables the factory reads: part of the inputs a shared model is kept for."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +115,10 @@ def default_profile(provider: ProviderSpec, model_name: str) -> CapabilityProfil
     """The capability profile for a model: the provider's override, else a default by kind."""
     if provider.profile is not None:
         return provider.profile
-    if provider.kind in ("openai", "anthropic"):
+    if provider.kind in ("openai", "anthropic", "bedrock", "vertex", "azure"):
+        # A Bedrock model id names its vendor first: ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``.
         name = model_name.rsplit("/", 1)[-1]
+        name = name.rsplit(".", 1)[-1] if provider.kind == "bedrock" else name
         window = next((w for prefix, w in _CONTEXT_WINDOWS if name.startswith(prefix)), 128_000)
         return CapabilityProfile(context_window=window, supports_tools=True, caches_across_runs=True)
     if provider.kind == "openai-compatible":
@@ -138,7 +147,8 @@ def resolve_model(
     request, kind = model_request(spec, providers, env=env, timeout_s=timeout_s, kinds=kinds)
     if not kind.shared:
         return kind.build(request)
-    digest = hashlib.sha256(request.api_key.encode()).hexdigest()
+    read = "\0".join(env.get(name, "") for name in kind.reads_env)
+    digest = hashlib.sha256(f"{request.api_key}\0{read}".encode()).hexdigest()
     key = _CacheKey(spec, request.provider, request.base_url, digest, timeout_s)
     cached = _CACHE.get(key)
     if cached is None:
@@ -171,7 +181,8 @@ def model_request(
             f"kinds: {', '.join(sorted(table)) or 'none'}"
         )
     api_key = _api_key(provider, spec, env)
-    return ModelRequest(spec, provider, model_name, api_key, _base_url(provider, kind, env), timeout_s), kind
+    request = ModelRequest(spec, provider, model_name, api_key, _base_url(provider, kind, env), timeout_s, env)
+    return request, kind
 
 
 def clear_model_cache() -> None:
@@ -228,16 +239,27 @@ def _capped(request: ModelRequest) -> ModelSettings:
     return {"max_tokens": default_profile(request.provider, request.model_name).max_output_tokens}
 
 
-def _openai_client(request: ModelRequest) -> AsyncOpenAI:
-    """The SDK client: no SDK retries (ours own them), our timeout."""
-    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+def _openai_client(request: ModelRequest, azure: CloudSetup | None = None) -> AsyncOpenAI:
+    """The SDK client (Azure's for an ``azure`` setup): no SDK retries (ours own them), our timeout."""
+    from openai import AsyncAzureOpenAI, AsyncOpenAI, DefaultAsyncHttpxClient
 
-    return AsyncOpenAI(
-        api_key=request.api_key,
-        base_url=request.base_url,
+    http_client = DefaultAsyncHttpxClient(verify=tls_context())  # the SDK's defaults, one TLS context
+    if azure is None:
+        return AsyncOpenAI(
+            api_key=request.api_key,
+            base_url=request.base_url,
+            max_retries=0,
+            timeout=request.timeout_s,
+            http_client=http_client,
+        )
+    return AsyncAzureOpenAI(
+        azure_endpoint=azure.endpoint or "",  # cloud_setup refuses a setup without one
+        api_version=azure.api_version,
+        api_key=azure.api_key,
+        azure_ad_token=azure.ad_token,
         max_retries=0,
         timeout=request.timeout_s,
-        http_client=DefaultAsyncHttpxClient(verify=tls_context()),  # the SDK's defaults, one TLS context
+        http_client=http_client,
     )
 
 
@@ -273,6 +295,66 @@ def _build_anthropic(request: ModelRequest) -> ResolvedModel:
     return _resolved(request, AnthropicModel(request.model_name, provider=anthropic, settings=_capped(request)))
 
 
+def _build_bedrock(request: ModelRequest) -> ResolvedModel:
+    """A Bedrock Converse model on boto3's default credential chain, in the resolved region, one attempt a call."""
+    setup = cloud_setup(request.provider, request.env)
+    import boto3
+    from botocore.config import Config
+    from pydantic_ai.models.bedrock import BedrockConverseModel
+    from pydantic_ai.providers.bedrock import BedrockProvider
+
+    config = Config(
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        read_timeout=request.timeout_s,
+        connect_timeout=min(60.0, request.timeout_s),
+    )
+    # endpoint_url None: botocore's own AWS_ENDPOINT_URL_BEDROCK_RUNTIME / AWS_ENDPOINT_URL, else the region's.
+    session = boto3.Session(region_name=setup.region)
+    client = session.client("bedrock-runtime", endpoint_url=setup.endpoint, config=config)
+    bedrock = BedrockProvider(bedrock_client=client)
+    return _resolved(request, BedrockConverseModel(request.model_name, provider=bedrock, settings=_capped(request)))
+
+
+def _build_vertex(request: ModelRequest) -> ResolvedModel:
+    """A Gemini model on Vertex AI with Application Default Credentials, one attempt a call."""
+    setup = cloud_setup(request.provider, request.env)
+    import google.auth
+    import httpx2
+    from google.auth.exceptions import DefaultCredentialsError
+    from google.genai.types import HttpRetryOptions
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google_cloud import GoogleCloudProvider
+
+    try:
+        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    except DefaultCredentialsError as exc:
+        raise ModelSetupError(
+            f"{request.provider.name}: no Google Application Default Credentials: set GOOGLE_APPLICATION_CREDENTIALS "
+            "to a service-account key or workload identity federation file"
+        ) from exc
+    vertex = GoogleCloudProvider(
+        credentials=credentials,
+        project=setup.project,
+        location=setup.region,
+        base_url=setup.endpoint,
+        http_client=httpx2.AsyncClient(verify=tls_context(), timeout=request.timeout_s),
+        retry_options=HttpRetryOptions(attempts=1),
+    )
+    return _resolved(request, GoogleModel(request.model_name, provider=vertex, settings=_capped(request)))
+
+
+def _build_azure(request: ModelRequest) -> ResolvedModel:
+    """An Azure OpenAI deployment (the model string names it): a key, or a Microsoft Entra token."""
+    from openai import AsyncAzureOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.azure import AzureProvider
+
+    client = _openai_client(request, cloud_setup(request.provider, request.env))
+    assert isinstance(client, AsyncAzureOpenAI)  # what an Azure setup gives
+    azure = AzureProvider(openai_client=client)
+    return _resolved(request, OpenAIChatModel(request.model_name, provider=azure))
+
+
 BUILTIN_MODEL_KINDS: dict[str, ModelKind] = {
     "openai": ModelKind(_build_openai, default_base_url=OPENAI_DEFAULT_BASE_URL, base_url_env="OPENAI_BASE_URL"),
     "anthropic": ModelKind(
@@ -280,5 +362,8 @@ BUILTIN_MODEL_KINDS: dict[str, ModelKind] = {
     ),
     "openai-compatible": ModelKind(_build_openai_compatible, needs_base_url=True),
     "local": ModelKind(_build_local, shared=False),
+    "bedrock": ModelKind(_build_bedrock, reads_env=CLOUD_ENV["bedrock"]),
+    "vertex": ModelKind(_build_vertex, reads_env=CLOUD_ENV["vertex"]),
+    "azure": ModelKind(_build_azure, reads_env=CLOUD_ENV["azure"]),
 }
 """The provider kinds codejury ships; ``builtins.py`` registers them through the hook."""

@@ -4,7 +4,7 @@
 wraps the SDK error, which wraps the httpx2 error) and answers with one of four kinds:
 
 - ``retryable``: 429 rate limits, 500 / 502 / 503 / 504 / 529, timeouts, dropped connections,
-  a 404 model-not-found (a retired model: the previous generation may still answer),
+  a 404 model-not-found (a retired model: the previous generation may still answer; Bedrock says it with a 400),
   malformed or empty bodies, a stalled stream, a server certificate no trusted CA signed (said as such).
   The breaker counts it; the chain may wait for Retry-After or fail back to the next model of the family.
 - ``quota``: a 429 (or Anthropic's 400) saying the quota, spend limit or credit is exhausted.
@@ -216,6 +216,8 @@ def _classify_one(err: BaseException) -> tuple[ErrorKind, str] | None:
             return "quota", f"quota or spend limit exhausted (HTTP {status})"
         if isinstance(err, ModelContextWindowExceededError):
             return "fatal", f"context length exceeded (HTTP {status})"
+        if isinstance(err, ModelNotFoundError):  # Bedrock says so with a 400 ValidationException
+            return "retryable", f"model not found ({status}: retired or misspelt?)"
         return _by_status(status, _codes(err), overloaded=isinstance(err, ModelOverloadedError))
     if isinstance(err, ModelAPIError):
         return _by_category(err)

@@ -10,6 +10,9 @@ production install of codejury carries none of it:
 - ``gitlab``, ``github``: ``FakeGitLab`` and ``FakeGitHub``, stateful forges on loopback that
   refuse what the real ones refuse (``git_http``: their git smart-HTTP side);
 - ``routing_server``: a remote routing document server and the ways it goes wrong;
+- ``bedrock``, ``vertex``, ``azure_openai``: ``FakeBedrock`` (SigV4-checked Converse / ConverseStream),
+  ``FakeVertex`` (Gemini with its own OAuth token endpoint) and ``FakeAzureOpenAI`` (deployments, api-version,
+  api-key), each refusing what the cloud refuses (``cloud_server``: what the first two share);
 - ``loopback``: what every fake server shares (a free loopback port, a daemon thread).
 
 The names below are loaded on first use, so ``from codejury_fakes import FakeGitLab`` does not
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING
 from codejury.testing import lazy_exports
 
 if TYPE_CHECKING:
+    from codejury_fakes.azure_openai import FakeAzureOpenAI
+    from codejury_fakes.bedrock import FakeBedrock
     from codejury_fakes.github import FakeGitHub
     from codejury_fakes.gitlab import FakeGitLab
     from codejury_fakes.loopback import LoopbackServer
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
         ToolCallReply,
     )
     from codejury_fakes.routing_server import RoutingServer
+    from codejury_fakes.vertex import FakeVertex
 
 _HOMES = {
     "provider_server": (
@@ -61,15 +67,21 @@ _HOMES = {
     "github": ("FakeGitHub",),
     "routing_server": ("RoutingServer",),
     "loopback": ("LoopbackServer",),
+    "bedrock": ("FakeBedrock",),
+    "vertex": ("FakeVertex",),
+    "azure_openai": ("FakeAzureOpenAI",),
 }
 _MODULE_OF = {name: f"{__name__}.{module}" for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "DropReply",
     "ErrorReply",
+    "FakeAzureOpenAI",
+    "FakeBedrock",
     "FakeGitHub",
     "FakeGitLab",
     "FakeProviderServer",
+    "FakeVertex",
     "HangReply",
     "LoopbackServer",
     "MalformedReply",
