@@ -333,7 +333,7 @@ def test_a_malformed_line_stops_the_eval_before_any_review(
     [
         (["--output", "{tmp}/a-file/eval.md"], "cannot write --output"),
         (["--json", "{tmp}/a-file/eval.json"], "cannot write --json"),
-        (["--config", "{tmp}/missing.toml"], "cannot read config file"),
+        (["--config", "{tmp}/missing.toml"], "missing.toml not found"),
         (["--config", "{tmp}/bad.toml"], "models.top must be a string"),
         (["--judge", "nowhere:judge-model"], "unknown provider 'nowhere'"),
         (["--fail-below", "f2=0.5"], "--fail-below expects METRIC=VALUE"),
@@ -586,3 +586,22 @@ def test_a_case_gives_the_findings_and_verdict_codejury_review_gives(
         {k: f.get(k, [] if k == "evidence" else None) for k in keys} for f in data["findings"]
     ]
     assert any(f["evidence"] for f in case["found"])  # the analyzers ran in the eval too (ruff's S608)
+
+
+def test_the_judge_finds_a_provider_the_environment_declares_as_review_does(
+    tmp_path: Path, server: FakeProviderServer, config: Path
+) -> None:
+    # The eval reads its settings through the review's loader: a provider declared by CODEJURY_PROVIDERS__…
+    # (not in --config) serves the judge, as it would serve a reviewer.
+    server.script("judge-model", [judge_says(True), judge_says(False)])
+    dataset = write_dataset(tmp_path / "set")
+    env = {
+        "GW_KEY": KEY,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "CODEJURY_PROVIDERS__ENVGW__BASE_URL": server.openai_base_url,
+        "CODEJURY_PROVIDERS__ENVGW__API_KEY_ENV": "GW_KEY",
+    }
+    args = ["eval", str(dataset), "--config", str(config), "--judge", "envgw:judge-model", "--limit", "1"]
+    result = CliRunner(env=env).invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert server.requests_for("judge-model")

@@ -18,6 +18,7 @@ from codejury.eval.runner import EvalSettings, builtin_dataset, run_all
 from codejury.render import counted
 
 if TYPE_CHECKING:
+    from codejury.config import Settings
     from codejury.models.profiles import ResolvedModel
     from codejury.session import Session
 
@@ -41,23 +42,20 @@ def _err(msg: str) -> None:
     click.echo(f"codejury eval: {msg}", err=True)
 
 
-def _uses_embedded_model(env: Mapping[str, str], flags: Mapping[str, Any]) -> bool:
-    """Whether any reviewer would run on the embedded model (which runs one review at a time)."""
+def _layered(env: Mapping[str, str], flags: Mapping[str, Any]) -> Settings:
+    """The settings every case starts from, read as ``codejury review`` reads them (``settings_loader``: the
+    ``--config`` file, the environment, ``--model`` and ``--model-for``; each case's repository adds its own), so
+    a bad value is refused in the same one line before any review."""
     from codejury.change.types import ChangeSet
-    from codejury.settings_loader import load_settings, parse_assignments
+    from codejury.flags import EVAL_OPTIONS, review_flags
+    from codejury.settings_loader import load_review_settings
 
-    config = flags["config_file"]
-    try:
-        text = (str(config), Path(config).read_text(encoding="utf-8")) if config is not None else None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {config}: {getattr(exc, 'strerror', None) or exc}") from exc
-    settings, _ = load_settings(
-        ChangeSet(files=()),
-        env,
-        cli_model=flags["model"],
-        cli_reviewer_models=parse_assignments(tuple(flags["model_for"]), "--model-for"),
-        config_file_text=text,
-    )
+    settings, _ = load_review_settings(ChangeSet(files=()), env, review_flags({k: flags[k] for k in EVAL_OPTIONS}))
+    return settings
+
+
+def _uses_embedded_model(settings: Settings) -> bool:
+    """Whether any reviewer would run on the embedded model (which runs one review at a time)."""
     specs = [*settings.models.values(), *settings.reviewer_models.values()]
     return any(spec.partition(":")[0].strip().lower() == "local" for spec in specs)
 
@@ -102,7 +100,8 @@ async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases:
     if flags["limit"]:
         cases = cases[: flags["limit"]]
     jobs = flags["jobs"]
-    embedded = _uses_embedded_model(env, flags)  # also refuses a bad config or flag before any review
+    layered = _layered(env, flags)  # refuses a bad config or flag before any review
+    embedded = _uses_embedded_model(layered)
     if jobs > 1 and embedded:
         _err("the embedded model runs one review at a time: --jobs 1")
         jobs = 1
@@ -111,7 +110,7 @@ async def _run(env: dict[str, str], flags: Mapping[str, Any], path: Path, cases:
     from codejury.session import Session, load_plugins
 
     # An unknown provider or a missing key for the judge is refused before any review is paid for.
-    judge = resolve_model(flags["judge"], _providers(flags), env=env) if flags["judge"] else None
+    judge = resolve_model(flags["judge"], _providers(layered), env=env) if flags["judge"] else None
     # One session for the whole eval, as for one review: a plugin that cannot be imported stops it here. The
     # models every case resolves stay cached until the session closes (one embedded-model server for all cases),
     # and closing it closes the judge's client too. The reviews' own warnings and stage lines stay out of the
@@ -174,18 +173,11 @@ async def _judge(
         _err(f"the judge did not answer {unanswered} pair(s): counted as not the same problem")
 
 
-def _providers(flags: Mapping[str, Any]) -> dict[str, Any]:
-    """Built-in providers plus those of --config (a judge on a gateway needs its base_url)."""
+def _providers(settings: Settings) -> dict[str, Any]:
+    """Built-in providers plus the configured ones (a judge on a gateway needs its base_url)."""
     from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
 
     providers: dict[str, Any] = dict(BUILTIN_PROVIDERS)
-    config = flags["config_file"]
-    if config is None:
-        return providers
-    from codejury.config import Settings, merge_file_table, read_config_text
-
-    table, prefix = read_config_text(str(config), Path(config).read_text(encoding="utf-8"))
-    settings = merge_file_table(Settings(), table, str(config), prefix=prefix)
     for name, p in settings.providers.items():
         providers[name] = ProviderSpec(name, p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)
     return providers
