@@ -60,18 +60,6 @@ class ReviewFlags:
     metrics_textfile: Path | None = None
 
 
-SETTING_FLAGS: Mapping[str, tuple[str, str]] = {
-    "fail_on": ("fail_on", "--fail-on"),
-    "reflection": ("reflection", "--reflection"),
-    "exclude": ("exclude", "--exclude"),
-    "evidence": ("evidence", "--evidence"),
-    "remote_config": ("remote_config", "--remote-config"),
-    "max_cost": ("max_cost_usd", "--max-cost"),
-}
-"""``ReviewFlags`` field → the setting it sets over every other layer, and the flag that names it in errors.
-``--model``, ``--model-for`` (every tier, one reviewer) and ``--config`` (a whole layer) are layered apart."""
-
-
 class FormatName(click.ParamType[str]):
     """A ``--format`` name, checked against the renderer registry once the plugins are loaded
     (``session.check_format``): ``--help`` imports no renderer, and a plugin's format is accepted."""
@@ -93,14 +81,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class _Option:
-    """One option's declaration: click's ``param_decls`` and keyword arguments."""
+    """One option's declaration: click's ``param_decls`` and keyword arguments, and the setting it sets."""
 
     decls: tuple[str, ...]
     attrs: Mapping[str, Any]
+    setting: str | None = None
+    """The settings key this flag sets over every other layer (the flag names it in errors); None: none."""
 
 
-def _option(*decls: str, **attrs: Any) -> _Option:
-    return _Option(decls, attrs)
+def _option(*decls: str, setting: str | None = None, **attrs: Any) -> _Option:
+    return _Option(decls, attrs, setting)
 
 
 OPTIONS: dict[str, _Option] = {
@@ -139,6 +129,7 @@ OPTIONS: dict[str, _Option] = {
     ),
     "fail_on": _option(
         "--fail-on",
+        setting="fail_on",
         type=click.Choice(FAIL_ON_CHOICES),
         default=None,
         help="Exit 1 when the review reaches this level (default: requested_changes). 'unreviewed' and the "
@@ -156,9 +147,14 @@ OPTIONS: dict[str, _Option] = {
         help="Model for one reviewer (or 'coordinator'); repeatable.",
     ),
     "reflection": _option(
-        "--reflection/--no-reflection", default=None, help="Run the reflection pass before the judge."
+        "--reflection/--no-reflection",
+        setting="reflection",
+        default=None,
+        help="Run the reflection pass before the judge.",
     ),
-    "exclude": _option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable."),
+    "exclude": _option(
+        "--exclude", setting="exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB; repeatable."
+    ),
     "baseline": _option(
         "--baseline",
         type=click.Choice(["naive"]),
@@ -167,6 +163,7 @@ OPTIONS: dict[str, _Option] = {
     ),
     "evidence": _option(
         "--evidence",
+        setting="evidence",
         multiple=True,
         metavar="FILE",
         help="SARIF from a tool you already run (CodeQL, Semgrep, ESLint…), read as analyzer evidence; repeatable.",
@@ -186,12 +183,14 @@ OPTIONS: dict[str, _Option] = {
     ),
     "remote_config": _option(
         "--remote-config",
+        setting="remote_config",
         metavar="URL",
         help="Fetch a JSON routing document (reviewer models, disabled providers and models, failback, kill "
         "switch) at start-up, and again before each model request.",
     ),
     "max_cost": _option(
         "--max-cost",
+        setting="max_cost_usd",
         type=float,
         default=None,
         metavar="USD",
@@ -236,6 +235,13 @@ OPTIONS: dict[str, _Option] = {
     ),
 }
 """Every option of ``codejury review``, by the ``ReviewFlags`` field it fills, in ``--help`` order."""
+
+SETTING_FLAGS: Mapping[str, tuple[str, str]] = {
+    name: (spec.setting, spec.decls[0].partition("/")[0]) for name, spec in OPTIONS.items() if spec.setting
+}
+"""``ReviewFlags`` field → the setting it sets over every other layer, and the flag that names it in errors (from
+each option's ``setting``). ``--model``, ``--model-for`` (every tier, one reviewer) and ``--config`` (a whole
+layer) are layered apart."""
 
 SERVICE_OPTIONS = ("model", "model_for", "plugins", "config_file", "remote_config", "max_inline")
 """The review options ``codejury serve`` and ``codejury worker`` take for every review they run."""
