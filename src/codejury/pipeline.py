@@ -9,7 +9,7 @@ publishers (stdout, a file, a merge request) and recorders they pass (docs/archi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -18,9 +18,10 @@ from codejury.agents.context_watch import context_notes
 from codejury.agents.discussion import tests_context
 from codejury.agents.prompts import shared_context
 from codejury.change.break_glass import break_glass_requested
+from codejury.change.intent import with_tracker_issues
 from codejury.change.noise import filter_stage, unread_code_note
 from codejury.change.types import ChangeSet
-from codejury.config import ReviewConfig
+from codejury.config import ReviewConfig, Settings
 from codejury.errors import ModelSetupError, ReviewFailed, ReviewRefused
 from codejury.findings import Plan, Review, Tier
 from codejury.guardrails.screen import Screen, screen_change, suspected_injections
@@ -250,6 +251,7 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
     if break_glass:
         opts.events.emit("break_glass", source="flag" if opts.break_glass else "comment")
     config = await traced("configure", configure(change, opts))
+    change = await _with_tracker_issues(change, config.settings, opts.env)
     if (left_out := change.left_out_notice()) is not None:  # unreadable files outside the change: never fatal
         opts.warn(left_out)
         opts.events.emit("left_out", files=sorted(change.left_out))
@@ -270,6 +272,15 @@ async def start(change: ChangeSet, opts: ReviewOptions) -> ReviewRun:
     if change.head_unread:  # the analyzers could not read what they were to check: never approved around
         run.withhold(change.head_unread)
     return run
+
+
+async def _with_tracker_issues(change: ChangeSet, settings: Settings, env: Mapping[str, str]) -> ChangeSet:
+    """The issues of ``issue_tracker_url`` the change names by key, beside its forge's (``change.intent``)."""
+    if settings.issue_tracker_url is None:
+        return change
+    token_env = settings.issue_tracker_token_env
+    token = env.get(token_env) if token_env else None
+    return await with_tracker_issues(change, str(settings.issue_tracker_url), token, token_env=token_env)
 
 
 async def configure(change: ChangeSet, opts: ReviewOptions) -> ReviewConfig:

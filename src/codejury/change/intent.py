@@ -6,16 +6,23 @@ an optional colon) followed by ``#12``, ``owner/repo#12`` (``group/project#12``)
 the same host. At most ``MAX_LINKED`` are read, each with the forge's token (the configured host only: a URL
 on another host is not followed). ``intent_text`` is what the reviewers see: each issue's title and body,
 fenced as untrusted data like the description, within a budget of characters.
+
+With ``issue_tracker_url`` set, ``with_tracker_issues`` adds the issues of another tracker named by key (``ABC-123``:
+``tracker_keys`` finds them in the title, the description, the source branch and the commit messages) through the
+same path: read by ``change.tracker`` with that tracker's own token, they join ``linked_issues`` (at most
+``MAX_LINKED`` in all, the forge's first) and are fenced, screened and budgeted as the forge's are. Without a
+template no key is read.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import urlsplit
 
-from codejury.change.types import ChangeMeta, LinkedIssue
+from codejury.change.types import ChangeMeta, ChangeSet, LinkedIssue
 from codejury.errors import CodejuryError
 
 MAX_LINKED = 5
@@ -103,3 +110,39 @@ async def read_linked(
     if len(refs) > MAX_LINKED:
         notes.append(f"{len(refs) - MAX_LINKED} more linked issues were not read (at most {MAX_LINKED})")
     return tuple(issues), tuple(notes)
+
+
+_KEY = re.compile(r"(?<![A-Za-z0-9_-])([A-Z][A-Z0-9]{1,9}-[0-9]+)(?![A-Za-z0-9_])")
+NOT_KEYS = frozenset(
+    {"UTF", "UCS", "SHA", "MD", "ISO", "RFC", "CVE", "CWE", "GHSA", "PEP", "GPL", "LGPL", "AGPL", "TLS", "SSL", "HTTP",
+     "IPV", "ECMA", "ES", "X", "AES", "RSA", "ARM", "WCAG", "MP", "H", "COVID"}
+)  # fmt: skip
+"""Prefixes that name a standard or an encoding (``UTF-8``, ``SHA-256``, ``ISO-8601``), not an issue key."""
+
+
+def tracker_keys(meta: ChangeMeta) -> list[str]:
+    """The issue keys (``ABC-123``) in ``meta``'s title, description, source branch and commits, each once, in order."""
+    found: list[str] = []
+    for text in (meta.title, meta.description, meta.head_ref, *meta.commits):
+        for key in _KEY.findall(text or ""):
+            if key.split("-", 1)[0] not in NOT_KEYS and key not in found:
+                found.append(key)
+    return found
+
+
+async def with_tracker_issues(change: ChangeSet, template: str | None, token: str | None, **read: Any) -> ChangeSet:
+    """``change`` with the issues its keys name read from ``template`` (``issue_tracker_url``) beside the forge's
+    linked issues, at most ``MAX_LINKED`` in all, and a note for each key not read; unchanged without a template or
+    a key. ``read`` goes to ``tracker.read_tracker_issues`` (``token_env``, ``transport``)."""
+    from codejury.change.tracker import read_tracker_issues
+
+    meta = change.meta
+    keys = tracker_keys(meta) if template else []
+    if not keys or template is None:
+        return change
+    room = max(0, MAX_LINKED - len(meta.linked_issues))
+    issues, notes = await read_tracker_issues(keys[:room], template, token, **read) if room else ([], [])
+    if len(keys) > room:
+        notes.append(f"{len(keys) - room} more issue keys were not read (at most {MAX_LINKED} linked issues)")
+    meta = replace(meta, linked_issues=(*meta.linked_issues, *issues), intent_notes=(*meta.intent_notes, *notes))
+    return replace(change, meta=meta)
