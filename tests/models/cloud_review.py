@@ -4,18 +4,25 @@ environment, the review's JSON, stderr and event log kept for the tests to read.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
 from click.testing import CliRunner
-from codejury_fakes.provider_server import TokenUsage, ToolCallReply
+from codejury_fakes.provider_server import FakeProviderServer, TokenUsage, ToolCallReply
+from pydantic_ai import models
 
 from codejury.cli import cli
+from codejury.models import registry
 from tests.engine_helpers import AUTH_NEW, AUTH_OLD, unified_diff
 from tests.test_review_over_http import PATH, SQLI
 
-__all__ = ["DECIDE", "PATH", "SQLI", "Run", "cloud_env", "final", "review"]
+__all__ = ["DECIDE", "PATH", "SQLI", "Run", "cloud_env", "final", "review", "serving"]
+
+Fake = TypeVar("Fake", bound=FakeProviderServer)
 
 # Every cloud variable a developer's shell or a CI runner may hold: unset, so only what a test gives is read.
 _AMBIENT = (
@@ -99,3 +106,13 @@ def final(findings: list[dict[str, object]], **usage: int) -> ToolCallReply:
 
 
 DECIDE = ToolCallReply([("final_result", {"decisions": []})])
+
+
+@contextmanager
+def serving(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
+    """``fake`` started, model requests allowed, and no model built for another test's fake kept."""
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)
+    registry.clear_model_cache()
+    with fake:
+        yield fake
+    registry.clear_model_cache()

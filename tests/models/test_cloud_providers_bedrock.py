@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from codejury_fakes.bedrock import FakeBedrock
 from codejury_fakes.provider_wire import ErrorReply
-from pydantic_ai import models
 
 from codejury.models import cloud_setup, registry
 from codejury.models.pricing import PriceTable, genai_price
-from tests.models.cloud_review import DECIDE, PATH, SQLI, final, review
+from tests.models.cloud_review import DECIDE, PATH, SQLI, final, review, serving
 
 SONNET = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
 HAIKU = "eu.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -28,14 +27,11 @@ MODELS = (
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBedrock]:
-    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)
-    registry.clear_model_cache()
-    with FakeBedrock(region="eu-west-1") as fake:
+    with serving(FakeBedrock(region="eu-west-1"), monkeypatch) as fake:
         fake.allow_model(SONNET, HAIKU, OLDER, OPUS)
         fake.script(OPUS, [DECIDE])
         fake.script(HAIKU, [final([])])
         yield fake
-    registry.clear_model_cache()
 
 
 def env_of(aws: FakeBedrock, **more: str) -> dict[str, str]:

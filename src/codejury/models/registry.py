@@ -101,6 +101,8 @@ class _CacheKey:
 
 
 _CACHE: dict[_CacheKey, ResolvedModel] = {}
+_HTTP_CLIENTS: list[Any] = []
+"""HTTP clients built here for an SDK that does not close them itself (google-genai's), closed with the models."""
 
 
 def parse_model_string(s: str) -> tuple[str, str]:
@@ -188,12 +190,16 @@ def model_request(
 def clear_model_cache() -> None:
     """Forget every resolved model (tests; a process that switches event loops)."""
     _CACHE.clear()
+    _HTTP_CLIENTS.clear()
 
 
 async def close_cached_models() -> None:
     """Close the SDK clients of every cached model and forget them."""
     models = list(_CACHE.values())
     _CACHE.clear()
+    clients, _HTTP_CLIENTS[:] = list(_HTTP_CLIENTS), []
+    for http_client in clients:
+        await http_client.aclose()
     for resolved in models:
         client: Any = getattr(resolved.model, "client", None)
         # An openai or anthropic client (the SDKs are imported only when such a model is built).
@@ -337,10 +343,15 @@ def _build_vertex(request: ModelRequest) -> ResolvedModel:
         project=setup.project,
         location=setup.region,
         base_url=setup.endpoint,
-        http_client=httpx2.AsyncClient(verify=tls_context(), timeout=request.timeout_s),
+        http_client=_keep(httpx2.AsyncClient(verify=tls_context(), timeout=request.timeout_s)),
         retry_options=HttpRetryOptions(attempts=1),
     )
     return _resolved(request, GoogleModel(request.model_name, provider=vertex, settings=_capped(request)))
+
+
+def _keep(http_client: Any) -> Any:
+    _HTTP_CLIENTS.append(http_client)
+    return http_client
 
 
 def _build_azure(request: ModelRequest) -> ResolvedModel:
