@@ -125,50 +125,24 @@ class Usage(BaseModel):
             duration_s=round(self.duration_s + other.duration_s, 3),
         )
 
+    def usage(self) -> Usage:
+        """The usage alone, without what a subclass adds (a reviewer's name, a record's change)."""
+        return Usage.model_validate({name: getattr(self, name) for name in Usage.model_fields})
 
-class ReviewerReport(BaseModel):
-    """How one reviewer (or the coordinator) ran."""
+
+class ReviewerReport(Usage):
+    """How one reviewer (or the coordinator) ran: its usage, and its name, model, status and error."""
 
     name: str
     model: str
     status: ReviewerStatus
     error: str | None = None
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float = 0.0
-    duration_s: float = 0.0
 
     @classmethod
     def from_usage(
         cls, name: str, model: str, status: ReviewerStatus, usage: Usage, error: str | None = None
     ) -> ReviewerReport:
-        return cls(
-            name=name,
-            model=model,
-            status=status,
-            error=error,
-            requests=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cost_usd=usage.cost_usd,
-            duration_s=usage.duration_s,
-        )
-
-    def usage(self) -> Usage:
-        return Usage(
-            requests=self.requests,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_read_tokens=self.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens,
-            cost_usd=self.cost_usd,
-            duration_s=self.duration_s,
-        )
+        return cls(name=name, model=model, status=status, error=error, **usage.usage().model_dump())
 
 
 class SkippedFile(BaseModel):
@@ -245,6 +219,25 @@ class Walkthrough(BaseModel):
     """Statements of the model's draft left out because the diff does not support them."""
     usage: Usage = Field(default_factory=Usage)
     """What writing it cost (in the review's usage too)."""
+    criteria_met: dict[int, str] = Field(default_factory=dict)
+    """The linked issues' acceptance criteria (by number, from 1) the model showed met, each with its evidence,
+    checked against the diff (``Review.criteria`` reads it; not shown on its own)."""
+
+
+CriterionStatus = Literal["unmet", "met", "not_judged"]
+
+
+class Criterion(BaseModel):
+    """An acceptance criterion of a linked issue, and what the review said of it: ``unmet`` when a finding cites
+    it, ``met`` when the walkthrough showed where the diff meets it, else ``not_judged`` (nobody could say)."""
+
+    issue: str
+    text: str
+    status: CriterionStatus = "not_judged"
+    cited_by: list[str] = Field(default_factory=list)
+    """The findings that cite it, as ``path:line title``."""
+    evidence: str = ""
+    """Where the diff meets it (``met``), in the walkthrough's words checked against the diff."""
 
 
 class Remembered(BaseModel):
@@ -306,6 +299,8 @@ class Review(BaseModel):
     and not counted toward the verdict; all are in the JSON and the store."""
     walkthrough: Walkthrough | None = None
     """The change explained (``describe``); None when none was written, and a note says why."""
+    criteria: list[Criterion] = Field(default_factory=list)
+    """The linked issues' acceptance criteria and what the review said of each (none without linked issues)."""
 
 
 class PlannedReviewer(BaseModel):

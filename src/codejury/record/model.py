@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from codejury.findings import Review, ReviewerReport, ReviewerStatus, Severity, Tier, Verdict
+from codejury.findings import Review, ReviewerReport, Severity, Tier, Usage, Verdict
 from codejury.fingerprint import unique_fingerprints
 
 PAYLOAD_VERSION = 1
@@ -34,21 +34,10 @@ BreakerStateName = Literal["closed", "open", "half_open"]
 BREAKER_STATES = frozenset(get_args(BreakerStateName))
 
 
-class ReviewerRun(BaseModel):
-    """How one reviewer, the coordinator or a verifier ran: model, status, tokens, cost and time."""
+class ReviewerRun(ReviewerReport):
+    """How one reviewer, the coordinator or a verifier ran: model, status, tokens, cost and time, and its role."""
 
-    name: str
     role: Literal["reviewer", "coordinator"] = "reviewer"
-    model: str
-    status: ReviewerStatus
-    error: str | None = None
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float = 0.0
-    duration_s: float = 0.0
 
 
 class FindingRecord(BaseModel):
@@ -127,8 +116,9 @@ class RememberedRecord(BaseModel):
     suppressed: bool = True
 
 
-class ReviewRecord(BaseModel):
-    """Everything recorded about one review (the store's rows and the ingest payload)."""
+class ReviewRecord(Usage):
+    """Everything recorded about one review (the store's rows and the ingest payload): its usage totals, and the
+    fields below."""
 
     payload_version: int = PAYLOAD_VERSION
     uid: str = Field(default_factory=lambda: uuid.uuid4().hex)
@@ -142,13 +132,6 @@ class ReviewRecord(BaseModel):
     judged: bool = True
     break_glass: bool = False
     break_glass_by: list[str] = Field(default_factory=list)
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float = 0.0
-    duration_s: float = 0.0
     reviewers: list[ReviewerRun] = Field(default_factory=list)
     findings: list[FindingRecord] = Field(default_factory=list)
     dropped: dict[str, int] = Field(default_factory=dict)
