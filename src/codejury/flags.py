@@ -243,8 +243,29 @@ SETTING_FLAGS: Mapping[str, tuple[str, str]] = {
 each option's ``setting``). ``--model``, ``--model-for`` (every tier, one reviewer) and ``--config`` (a whole
 layer) are layered apart."""
 
-SERVICE_OPTIONS = ("model", "model_for", "plugins", "config_file", "remote_config", "max_inline")
+
+@dataclass(frozen=True)
+class ServiceReviewFlags:
+    """The review flags that ``codejury serve``, ``codejury worker`` and a comment job give every review they run
+    (their options, ``SERVICE_OPTIONS``); ``service_flags`` takes them from any object that has them."""
+
+    model: str | None = None
+    model_for: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    config_file: Path | None = None
+    remote_config: str | None = None
+    max_inline: int = 20
+
+
+SERVICE_OPTIONS = tuple(f.name for f in fields(ServiceReviewFlags))
 """The review options ``codejury serve`` and ``codejury worker`` take for every review they run."""
+
+
+def service_flags(given: ReviewFlags | ServiceReviewFlags) -> dict[str, Any]:
+    """The ``ServiceReviewFlags`` fields of ``given``, by name (to build another ``ServiceReviewFlags``)."""
+    return {name: getattr(given, name) for name in SERVICE_OPTIONS}
+
+
 EVAL_OPTIONS = ("config_file", "model", "model_for", "plugins")
 """The review options ``codejury eval`` takes for every case it reviews."""
 

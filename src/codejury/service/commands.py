@@ -18,13 +18,12 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from codejury.errors import ConfigError
-from codejury.flags import SERVICE_OPTIONS, review_flags, review_options
+from codejury.flags import SERVICE_OPTIONS, ServiceReviewFlags, review_flags, review_options, service_flags
 from codejury.service.dashboard_env import DASHBOARD_PUBLIC_ENV as DASHBOARD_PUBLIC_ENV
 from codejury.service.dashboard_env import DASHBOARD_TOKEN_ENV as DASHBOARD_TOKEN_ENV
 from codejury.service.dashboard_env import DASHBOARD_USER_HEADER_ENV as DASHBOARD_USER_HEADER_ENV
@@ -50,17 +49,11 @@ def _say(line: str) -> None:
 
 
 @dataclass(frozen=True)
-class ServiceOptions:
-    """``codejury serve``'s settings (flags and environment), the review flags its jobs run with."""
+class ServiceOptions(ServiceReviewFlags):
+    """``codejury serve``'s settings (flags and environment), and the review flags its jobs run with."""
 
     database: str | None = None
     concurrency: int = 2
-    model: str | None = None
-    model_for: tuple[str, ...] = ()
-    plugins: tuple[str, ...] = ()
-    config_file: Path | None = None
-    remote_config: str | None = None
-    max_inline: int = 20
     retry_backoff_s: float = 30.0
     dashboard_user_header: str = ""
     """``--dashboard-user-header``: the header an authentication proxy sets for a signed-in user."""
@@ -118,15 +111,7 @@ def _job_runner(
     from codejury.service.github_app import tokens_from_env
     from codejury.service.jobs import JobRunner, ReviewSetup
 
-    setup = ReviewSetup(
-        model=opts.model,
-        model_for=opts.model_for,
-        plugins=opts.plugins,
-        config_file=opts.config_file,
-        remote_config=opts.remote_config,
-        max_inline=opts.max_inline,
-        record_url=record_url,
-    )
+    setup = ReviewSetup(**service_flags(opts), record_url=record_url)
     return JobRunner(
         setup, opts.env, app_tokens=tokens_from_env(opts.env), metrics=metrics, job_metrics=job_metrics, say=say
     )
@@ -315,16 +300,10 @@ def _options(flags: dict[str, Any], default_concurrency: int) -> ServiceOptions:
                 f"--database needs the PostgreSQL job queue: pip install 'codejury[postgres]' ({exc.name} is missing)"
             ) from exc
         conninfo(database)  # one clear line for a URL that is not PostgreSQL's
-    review = review_flags(flags)
     return ServiceOptions(
+        **service_flags(review_flags(flags)),
         database=database,
         concurrency=flags.get("concurrency") or default_concurrency,
-        model=review.model,
-        model_for=review.model_for,
-        plugins=review.plugins,
-        config_file=review.config_file,
-        remote_config=review.remote_config,
-        max_inline=review.max_inline,
         dashboard_user_header=flags.get("dashboard_user_header") or "",
         dashboard_public=bool(flags.get("dashboard_public")),
         env=dict(os.environ),

@@ -22,7 +22,7 @@ import click
 
 from codejury.cli_io import err_line, exit_on_errors
 from codejury.errors import InputError
-from codejury.flags import review_flags, review_options
+from codejury.flags import review_flags, review_options, service_flags
 
 COMMENT_OPTIONS = ("model", "model_for", "plugins", "config_file", "remote_config", "max_inline")
 """The review options ``codejury comment`` takes for what the command runs."""
@@ -78,11 +78,7 @@ async def _carried_out(env: dict[str, str], event_file: Path | None, event_name:
         raise InputError(f"the {name} event in {path} is malformed: {exc}") from exc
     if isinstance(asked, Skipped):
         return f"nothing to do: {asked.reason}"
-    flags = review_flags(params)
-    setup = ReviewSetup(
-        model=flags.model, model_for=flags.model_for, plugins=flags.plugins, config_file=flags.config_file,
-        remote_config=flags.remote_config, max_inline=flags.max_inline,
-    )  # fmt: skip
+    setup = ReviewSetup(**service_flags(review_flags(params)))
     runner = JobRunner(setup, env, say=err_line)
 
     async def review_now(review: ReviewRequest) -> str:  # /codejury review: in this job, not a queue

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codejury.errors import CodejuryError, InternalError, ReviewFailed
+from codejury.flags import ServiceReviewFlags
 from codejury.forges.errors import ForgeUnavailable
 from codejury.forges.hosts import forge_hosts
 from codejury.service.logs import job_context
@@ -50,15 +51,10 @@ Submit = Callable[[ReviewRequest], Awaitable[str]]
 
 
 @dataclass(frozen=True)
-class ReviewSetup:
-    """What every review of this service or worker runs with (the ``codejury review`` flags it shares)."""
+class ReviewSetup(ServiceReviewFlags):
+    """What every review of this service or worker runs with: the ``codejury review`` flags it shares, and its
+    store."""
 
-    model: str | None = None
-    model_for: tuple[str, ...] = ()
-    plugins: tuple[str, ...] = ()
-    config_file: Path | None = None
-    remote_config: str | None = None
-    max_inline: int = 20
     record_url: str | None = None
     """The service's store, for reviews whose environment names none."""
 
