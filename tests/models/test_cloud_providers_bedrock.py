@@ -162,3 +162,59 @@ def test_bedrock_ids_are_priced_by_genai_prices_with_their_regional_prefix() -> 
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     unprefixed = "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert genai_price(f"bedrock:{SONNET}", now) == genai_price(unprefixed, now)
+
+
+def test_a_ci_job_s_oidc_token_becomes_a_role_s_credentials(tmp_path: Path, aws: FakeBedrock) -> None:
+    """GitLab's id_tokens (or GitHub's OIDC token) in a file, and the role: botocore's web identity provider asks
+    STS for temporary credentials, and every Bedrock request is signed with them."""
+    role = "arn:aws:iam::123456789012:role/codejury-review"
+    oidc = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwcm9qZWN0X3BhdGg6YWNtZS9hcHAifQ.c2lnbmF0dXJl"
+    aws.trust(role, oidc)
+    token_file = tmp_path / "oidc-token"
+    token_file.write_text(oidc)
+    aws.script(SONNET, [final([])])
+    env = {
+        "AWS_ROLE_ARN": role,
+        "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
+        "AWS_REGION": aws.region,
+        "AWS_ENDPOINT_URL_STS": aws.origin,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": aws.origin,
+    }
+    run = review(tmp_path, MODELS, env, "--fail-on", "never")
+    assert run.code == 0, run.err
+    assert aws.refusals == [] and aws.requests
+    issued = aws.temporary_credentials
+    assert issued  # STS gave the role's credentials for the token
+    for request in aws.requests:
+        key_id = request.headers["authorization"].split("Credential=", 1)[1].split("/", 1)[0]
+        assert request.headers["x-amz-security-token"] == issued[key_id][1]
+    for secret_text in (oidc, *(part for pair in issued.values() for part in pair)):
+        assert secret_text not in run.out + run.err + run.events
+
+
+def test_a_role_that_does_not_trust_the_token_is_refused_by_sts(tmp_path: Path, aws: FakeBedrock) -> None:
+    role = "arn:aws:iam::123456789012:role/codejury-review"
+    aws.trust(role, "the-token-the-role-trusts")
+    token_file = tmp_path / "oidc-token"
+    token_file.write_text("a-token-from-another-project")
+    env = {
+        "AWS_ROLE_ARN": role,
+        "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
+        "AWS_REGION": aws.region,
+        "AWS_ENDPOINT_URL_STS": aws.origin,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": aws.origin,
+    }
+    run = review(tmp_path, MODELS, env)
+    assert run.code == 3 and run.out == ""
+    assert {r.code for r in aws.refusals} == {"InvalidIdentityToken"} and aws.requests == []
+    assert "a-token-from-another-project" not in run.err + run.events
+
+
+def test_the_eval_judge_keeps_the_cloud_settings_of_the_config() -> None:
+    from codejury.config import Settings
+    from codejury.config_schema import ProviderTable
+    from codejury.eval.session import _providers
+
+    settings = Settings(providers={"bedrock": ProviderTable(kind="bedrock", region="ap-southeast-2")})
+    bedrock = _providers(settings)["bedrock"]
+    assert (bedrock.kind, bedrock.region) == ("bedrock", "ap-southeast-2")

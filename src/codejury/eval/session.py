@@ -179,7 +179,16 @@ def _providers(settings: Settings) -> dict[str, Any]:
 
     providers: dict[str, Any] = dict(BUILTIN_PROVIDERS)
     for name, p in settings.providers.items():
-        providers[name] = ProviderSpec(name, p.kind, base_url=p.base_url, api_key_env=p.api_key_env, enabled=p.enabled)
+        providers[name] = ProviderSpec(
+            name,
+            p.kind,
+            base_url=p.base_url,
+            api_key_env=p.api_key_env,
+            enabled=p.enabled,
+            region=p.region,
+            project=p.project,
+            api_version=p.api_version,
+        )
     return providers
 
 

@@ -13,6 +13,11 @@ key or session token (403 ``UnrecognizedClientException``), a wrong signature (4
 ``InvalidSignatureException``), an unknown model id (400 ``ValidationException``). Errors are JSON with the
 ``x-amzn-ErrorType`` header, as AWS sends them; ``ErrorReply(429)`` is a ``ThrottlingException``.
 
+Web identity (what GitHub's and GitLab's OIDC tokens become): ``trust(role_arn, token)`` lets ``POST /`` with
+STS's ``AssumeRoleWithWebIdentity`` exchange that token for temporary credentials, which the signature check
+then accepts with their session token; point botocore's STS client at it with ``AWS_ENDPOINT_URL_STS``. Another
+token is STS's 400 ``InvalidIdentityToken``, another role its 403 ``AccessDenied``.
+
 A streamed answer is an ``application/vnd.amazon.eventstream`` (the binary framing AWS uses: prelude, headers,
 payload, CRC32s).
 """
@@ -22,10 +27,11 @@ from __future__ import annotations
 import json
 import re
 import struct
+import time
 import uuid
 import zlib
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 from codejury_fakes.cloud_server import CloudServer, RawRequest, content, recorded
 from codejury_fakes.provider_wire import ErrorReply, Reply, TextReply, Wire
@@ -70,11 +76,24 @@ class FakeBedrock(CloudServer):
         self.secret_access_key = uuid.uuid4().hex + uuid.uuid4().hex[:8]
         self.session_token: str | None = None
         self._models: set[str] = set()
+        self._roles: dict[str, str] = {}
+        self._temporary: dict[str, tuple[str, str]] = {}
 
     def allow_model(self, *model_ids: str) -> None:
         """Model ids this account may invoke; any other is an invalid model identifier."""
         with self._lock:
             self._models.update(model_ids)
+
+    def trust(self, role_arn: str, web_identity_token: str) -> None:
+        """Let ``web_identity_token`` assume ``role_arn`` (an OIDC provider the role's trust policy names)."""
+        with self._lock:
+            self._roles[role_arn] = web_identity_token
+
+    @property
+    def temporary_credentials(self) -> dict[str, tuple[str, str]]:
+        """The credentials ``AssumeRoleWithWebIdentity`` gave out: access key id -> (secret, session token)."""
+        with self._lock:
+            return dict(self._temporary)
 
     def credentials_env(self) -> dict[str, str]:
         """The environment of a caller holding this account's key: what ``aws configure`` or a CI role would set."""
@@ -84,6 +103,8 @@ class FakeBedrock(CloudServer):
         return env
 
     def answer(self, request: RawRequest) -> Wire:
+        if request.method == "POST" and request.path == "/":
+            return self._assume_role(request)
         match = _PATH.match(request.path)
         if request.method != "POST" or match is None:
             return self.refuse(request.path, 404, "UnknownOperationException", _error(404, "UnknownOperationException"))
@@ -111,7 +132,10 @@ class FakeBedrock(CloudServer):
         if auth is None:
             return "MissingAuthenticationTokenException"
         key_id, _date, region, service, _ = auth["scope"].split("/", 4)
-        if key_id != self.access_key_id or request.headers.get("x-amz-security-token") != self.session_token:
+        with self._lock:
+            keys = {self.access_key_id: (self.secret_access_key, self.session_token), **self._temporary}
+        secret, token = keys.get(key_id, ("", None))
+        if not secret or request.headers.get("x-amz-security-token") != token:
             return "UnrecognizedClientException"
         if region != self.region or service != "bedrock":
             return "InvalidSignatureException"  # "Credential should be scoped to a valid region."
@@ -120,10 +144,53 @@ class FakeBedrock(CloudServer):
         url = f"http://{headers.get('host', '')}{request.path}" + (f"?{request.query}" if request.query else "")
         again = AWSRequest(method=request.method, url=url, headers=headers, data=request.body)
         again.context["timestamp"] = request.headers.get("x-amz-date", "")
-        signer = SigV4Auth(Credentials(self.access_key_id, self.secret_access_key, self.session_token), service, region)
+        signer = SigV4Auth(Credentials(key_id, secret, token), service, region)
         canonical = signer.canonical_request(again)
         expected = signer.signature(signer.string_to_sign(again, canonical), again)
         return None if expected == auth["sig"] else "InvalidSignatureException"
+
+    def _assume_role(self, request: RawRequest) -> Wire:
+        """STS ``AssumeRoleWithWebIdentity`` (unsigned, form-encoded, answered in XML as STS does)."""
+        form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+        role = form.get("RoleArn", "")
+        with self._lock:
+            expected = self._roles.get(role)
+        if form.get("Action") != "AssumeRoleWithWebIdentity":
+            return self.refuse("/", 400, "InvalidAction", _sts_error(400, "InvalidAction", "Unknown action."))
+        if expected is None:
+            message = "Not authorized to perform sts:AssumeRoleWithWebIdentity"
+            return self.refuse("/", 403, "AccessDenied", _sts_error(403, "AccessDenied", message))
+        if form.get("WebIdentityToken") != expected:
+            message = "Couldn't retrieve verification key from your identity provider."
+            return self.refuse("/", 400, "InvalidIdentityToken", _sts_error(400, "InvalidIdentityToken", message))
+        key_id, secret, token = (
+            "ASIA" + uuid.uuid4().hex[:16].upper(),
+            uuid.uuid4().hex * 2,
+            "FwoG" + uuid.uuid4().hex * 4,
+        )
+        with self._lock:
+            self._temporary[key_id] = (secret, token)
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        body = (
+            '<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+            "<AssumeRoleWithWebIdentityResult><Credentials>"
+            f"<AccessKeyId>{key_id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>"
+            f"<SessionToken>{token}</SessionToken><Expiration>{expires}</Expiration>"
+            f"</Credentials><AssumedRoleUser><Arn>{role}/codejury</Arn><AssumedRoleId>AROAFAKE:codejury</AssumedRoleId>"
+            "</AssumedRoleUser></AssumeRoleWithWebIdentityResult>"
+            f"<ResponseMetadata><RequestId>{uuid.uuid4()}</RequestId></ResponseMetadata>"
+            "</AssumeRoleWithWebIdentityResponse>"
+        )
+        return Wire(200, {"Content-Type": "text/xml"}, [body.encode()])
+
+
+def _sts_error(status: int, code: str, message: str) -> Wire:
+    kind = "Sender" if status < 500 else "Receiver"
+    body = (
+        f"<ErrorResponse><Error><Type>{kind}</Type><Code>{code}</Code><Message>{message}</Message></Error>"
+        f"<RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
+    )
+    return Wire(status, {"Content-Type": "text/xml"}, [body.encode()])
 
 
 def _error(status: int, code: str, message: str | None = None, retry_after: str | None = None) -> Wire:
