@@ -39,6 +39,7 @@ from codejury.models.selection import price_table as price_table
 from codejury.resilience import BreakerState
 from codejury.runstate import Refusal, ReviewOptions, ReviewRun, Selection
 from codejury.secrets import Redactor, provider_key_values
+from codejury.stages.criteria import run_criteria, with_criteria
 from codejury.stages.evidence import evidence_stage
 from codejury.stages.judge import evidence_judgement, judge_stage
 from codejury.stages.memory import memory_stage
@@ -198,6 +199,7 @@ async def _panel_reviewed(run: ReviewRun, screen: Screen) -> Review:
             run, panel, judgement, notes=notes, stopped=stopped, tests=None if tests is None else tests.note()
         )
     review = with_walkthrough(review, written)
+    review = with_criteria(review, run_criteria(run))  # the linked issues' criteria: unmet, met or not judged
     review = review.model_copy(update={"remembered": remembered})  # the findings that match earlier dismissals
     if panel.failure is not None:
         partial = "the analyzers' hits are published as a partial review, never an approval"

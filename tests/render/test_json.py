@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codejury.findings import Walkthrough
+from codejury.findings import Criterion, Walkthrough
 from codejury.render.jsonout import (
     PLAN_JSON_SCHEMA,
     REVIEW_JSON_SCHEMA,
@@ -152,7 +152,10 @@ def test_schema_rejects_bool_as_integer_and_out_of_range() -> None:
 
 def test_schema_lists_every_key_the_serializer_can_emit() -> None:
     props = REVIEW_JSON_SCHEMA["properties"]
-    assert set(props) == set(json.loads(review_to_json(full_review(walkthrough=Walkthrough(summary="Adds a.")))))
+    criteria = [Criterion(issue="#1", text="Names are escaped.")]
+    full = full_review(walkthrough=Walkthrough(summary="Adds a."), criteria=criteria)
+    assert set(props) == set(json.loads(review_to_json(full)))
+    assert set(props["criteria"]["items"]["properties"]) == set(criteria[0].model_dump())
     assert set(props["findings"]["items"]["properties"]) == {*finding().model_dump(), "grounds"}
     assert REVIEW_JSON_SCHEMA["properties"]["findings"]["items"]["required"].count("suggestion") == 0
 

@@ -146,3 +146,30 @@ async def with_tracker_issues(change: ChangeSet, template: str | None, token: st
         notes.append(f"{len(keys) - room} more issue keys were not read (at most {MAX_LINKED} linked issues)")
     meta = replace(meta, linked_issues=(*meta.linked_issues, *issues), intent_notes=(*meta.intent_notes, *notes))
     return replace(change, meta=meta)
+
+
+MAX_CRITERIA = 12
+"""Acceptance criteria judged per change: the first ones, in the order of the issues."""
+_CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]\s+(?P<text>\S.*)$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
+_CRITERIA_HEADING = re.compile(r"acceptance criteria|definition of done", re.IGNORECASE)
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*:?\s*$|[^-*+\s].*:\s*$|h[1-6]\.\s)")
+
+
+def acceptance_criteria(issues: Sequence[LinkedIssue]) -> list[tuple[str, str]]:
+    """``(issue ref, criterion)`` for each acceptance criterion of ``issues``: a checkbox item (``- [ ]``,
+    ``- [x]``) anywhere, or a bullet under a heading or line that names "acceptance criteria" or "definition of
+    done" (until the next heading); each once, at most ``MAX_CRITERIA`` in all, each cut to 300 characters."""
+    found: list[tuple[str, str]] = []
+    for issue in issues:
+        under = False
+        for line in issue.body.splitlines():
+            box, bullet = _CHECKBOX.match(line), _BULLET.match(line)
+            if box is None and bullet is None and line.strip():
+                under = _CRITERIA_HEADING.search(line) is not None or (under and not _HEADING.match(line))
+                continue
+            text = box["text"] if box is not None else bullet["text"] if bullet is not None and under else None
+            item = (issue.ref, " ".join(text.split())[:300]) if text else None
+            if item is not None and item not in found:
+                found.append(item)
+    return found[:MAX_CRITERIA]

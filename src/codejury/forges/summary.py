@@ -32,7 +32,7 @@ from codejury.render import (
     remembered_note,
     remembered_places,
 )
-from codejury.render.markdown import VERDICT_HEADLINES, walkthrough_lines
+from codejury.render.markdown import VERDICT_HEADLINES, criteria_lines, walkthrough_lines
 
 
 def _link(finding: Finding, options: PlanOptions) -> str:
@@ -81,6 +81,7 @@ def summary_body(
     if summary:
         lines += [summary, ""]
     lines += walkthrough_section(review.walkthrough)
+    lines += criteria_lines(review.criteria, cell=_cell)
     if review.break_glass:
         who = ", ".join(safe_line(w) for w in options.break_glass_by) or "the --break-glass flag"
         lines += [f"**Break glass** invoked by {who}: approval is forced; the findings below still stand.", ""]

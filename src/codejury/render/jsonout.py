@@ -20,7 +20,17 @@ from __future__ import annotations
 import json
 from typing import Any, get_args
 
-from codejury.findings import Finding, Plan, Remembered, Review, ReviewerReport, Usage, Verdict, Walkthrough
+from codejury.findings import (
+    CriterionStatus,
+    Finding,
+    Plan,
+    Remembered,
+    Review,
+    ReviewerReport,
+    Usage,
+    Verdict,
+    Walkthrough,
+)
 from codejury.render import finding_grounds
 
 _USAGE_KEYS = (
@@ -91,6 +101,7 @@ def review_to_dict(review: Review) -> dict[str, Any]:
         "suspected_injections": [i.model_dump() for i in review.suspected_injections],
         "remembered": [_remembered(r) for r in review.remembered],
         **({"walkthrough": walkthrough_to_dict(review.walkthrough)} if review.walkthrough is not None else {}),
+        **({"criteria": [c.model_dump() for c in review.criteria]} if review.criteria else {}),
     }
 
 
@@ -233,6 +244,16 @@ _WALKTHROUGH_SCHEMA = _object(
     }
 )
 
+_CRITERION_SCHEMA = _object(
+    {
+        "issue": _STR,
+        "text": _STR,
+        "status": {"type": "string", "enum": list(get_args(CriterionStatus))},
+        "cited_by": {"type": "array", "items": _STR},
+        "evidence": _STR,
+    }
+)
+
 REVIEW_JSON_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "codejury review",
@@ -260,8 +281,9 @@ REVIEW_JSON_SCHEMA: dict[str, Any] = {
             "suspected_injections": {"type": "array", "items": _INJECTION_SCHEMA},
             "remembered": {"type": "array", "items": _REMEMBERED_SCHEMA},
             "walkthrough": _WALKTHROUGH_SCHEMA,
+            "criteria": {"type": "array", "items": _CRITERION_SCHEMA},
         },
-        optional=("walkthrough",),
+        optional=("walkthrough", "criteria"),
     ),
 }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from codejury.findings import Finding, Plan, Review, ReviewerReport, SkippedFile, Verdict, Walkthrough
+from codejury.findings import Criterion, Finding, Plan, Review, ReviewerReport, SkippedFile, Verdict, Walkthrough
 from codejury.render import (
     SEVERITY_LABELS,
     clean_text,
@@ -144,6 +144,38 @@ def walkthrough_lines(
     return lines
 
 
+CRITERIA_HEADING = "### Acceptance criteria of the linked issues"
+NOT_JUDGED = "could not judge: no reviewer raised it and the diff does not show it met; check it by hand"
+
+
+def criterion_verdict(criterion: Criterion) -> str:
+    """What the review says of ``criterion``, in words (before the place's own escaping)."""
+    if criterion.status == "unmet":
+        return "not met: " + "; ".join(criterion.cited_by)
+    if criterion.status == "met":
+        return "met: " + criterion.evidence
+    return NOT_JUDGED
+
+
+def criteria_lines(criteria: list[Criterion], *, cell: Callable[[str], str] | None = None) -> list[str]:
+    """The linked issues' acceptance criteria, each with what the review says of it, as a table (``cell`` makes
+    the untrusted text safe in a cell; the forge's summary passes its own)."""
+    if not criteria:
+        return []
+    cell = cell or (lambda t: _cell(clean_text(t)))
+    counts = {s: sum(1 for c in criteria if c.status == s) for s in ("unmet", "met", "not_judged")}
+    lines = [
+        CRITERIA_HEADING,
+        "",
+        f"{counts['unmet']} not met, {counts['met']} met, {counts['not_judged']} not judged.",
+        "",
+        "| Issue | Criterion | Review |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {cell(c.issue)} | {cell(c.text)} | {cell(criterion_verdict(c))} |" for c in criteria]
+    return [*lines, ""]
+
+
 def render_review_markdown(review: Review) -> str:
     """The review as one markdown comment: verdict, summary, findings by section, caveats, usage."""
     headline = VERDICT_HEADLINES.get(review.verdict, review.verdict)
@@ -154,6 +186,7 @@ def render_review_markdown(review: Review) -> str:
     if review.break_glass:
         lines += ["> **Break glass:** a human override forced approval; the findings below still stand.", ""]
     lines += walkthrough_lines(review.walkthrough)
+    lines += criteria_lines(review.criteria)
     if not review.judged:
         lines += [
             "> **Unjudged:** the coordinator could not run, so these findings are shown as the reviewers "

@@ -31,7 +31,7 @@ from codejury.render import (
     remembered_note,
     remembered_places,
 )
-from codejury.render.markdown import VERDICT_HEADLINES
+from codejury.render.markdown import VERDICT_HEADLINES, criterion_verdict
 
 VERDICT_STYLES: dict[Verdict, str] = {
     "approved": "bold green",
@@ -92,6 +92,18 @@ def render_walkthrough_terminal(walkthrough: Walkthrough, console: Console) -> N
         console.print(Text(clean_text(walkthrough.diagram), style="dim"))
 
 
+def render_criteria_terminal(review: Review, console: Console) -> None:
+    """The linked issues' acceptance criteria, each with what the review says of it."""
+    if not review.criteria:
+        return
+    console.rule(Text("Acceptance criteria of the linked issues", style="bold"), align="left")
+    styles = {"unmet": "red", "met": "green", "not_judged": "yellow"}
+    for c in review.criteria:
+        verdict = one_line(clean_text(criterion_verdict(c)))
+        console.print(Text.assemble((f"{one_line(c.issue)} ", "cyan"), one_line(clean_text(c.text)), ": ",
+                                    (verdict, styles[c.status])))  # fmt: skip
+
+
 def render_review_terminal(review: Review, console: Console) -> None:
     """Print the review: a verdict panel, findings by section, caveats and usage."""
     verdict = VERDICT_HEADLINES.get(review.verdict, review.verdict)
@@ -127,6 +139,7 @@ def render_review_terminal(review: Review, console: Console) -> None:
     console.print(Panel(Group(*header), title=f"codejury review · tier {review.tier}", title_align="left"))
     if review.walkthrough is not None:
         render_walkthrough_terminal(review.walkthrough, console)
+    render_criteria_terminal(review, console)
     if not review.findings and not unreviewed:
         console.print("No findings.")
     for title, findings in group_by_section(review.findings):

@@ -18,6 +18,7 @@ from codejury.findings import Review, Usage
 from codejury.models.selection import ReviewModels
 from codejury.resilience import AgentWatch
 from codejury.runstate import ReviewRun
+from codejury.stages.criteria import run_criteria
 
 AGENT = "walkthrough"
 
@@ -69,8 +70,9 @@ async def _written(run: ReviewRun, models: ReviewModels, *, asked: bool = False)
     watch = AgentWatch(deadline=time.monotonic() + limits.timeout_s)
     run.options.say(f"walkthrough started ({spec})")
     written = await write_walkthrough(
-        run.change.meta, run.selection.kept, models.for_agent(spec, watch), run.prices, timeout_s=limits.timeout_s
-    )
+        run.change.meta, run.selection.kept, models.for_agent(spec, watch), run.prices, timeout_s=limits.timeout_s,
+        criteria=[text for _, text in run_criteria(run)],
+    )  # fmt: skip
     model = watch.last_answered or spec
     if written.walkthrough is not None:  # named after the model that answered, along its failback chain
         written = replace(written, walkthrough=written.walkthrough.model_copy(update={"model": model}))
