@@ -20,8 +20,23 @@ FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested
 
 
 @dataclass(frozen=True)
-class ReviewFlags:
-    """What one review is asked to do: the flags of ``codejury review``, however the caller got them."""
+class ServiceReviewFlags:
+    """The review flags that ``codejury serve``, ``codejury worker`` and a comment job give every review they run
+    (their options, ``SERVICE_OPTIONS``), declared once for them and ``ReviewFlags``; ``service_flags`` copies
+    them."""
+
+    model: str | None = None
+    model_for: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    config_file: Path | None = None
+    remote_config: str | None = None
+    max_inline: int = 20
+
+
+@dataclass(frozen=True)
+class ReviewFlags(ServiceReviewFlags):
+    """What one review is asked to do: the flags of ``codejury review``, however the caller got them (the six a
+    service gives every review are declared on ``ServiceReviewFlags``)."""
 
     working_tree: bool = False
     base_ref: str | None = None
@@ -34,21 +49,15 @@ class ReviewFlags:
     fail_on: str | None = None
     break_glass: bool = False
     dry_run: bool = False
-    model: str | None = None
-    model_for: tuple[str, ...] = ()
     reflection: bool | None = None
     exclude: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
     """JUnit XML reports the CI job produced (``--tests``): failing tests named, backing findings, in context."""
     baseline: str | None = None
-    config_file: Path | None = None
-    remote_config: str | None = None
-    plugins: tuple[str, ...] = ()
     source: str | None = None
     url: str | None = None
     publish: bool = False
-    max_inline: int = 20
     skip_reviewed_head: bool = False
     """With ``publish``: when the bot's summary already records a review of this head commit, stop
     before any model is called (``HeadAlreadyReviewed``); a push the service queued while the same
@@ -244,24 +253,11 @@ each option's ``setting``). ``--model``, ``--model-for`` (every tier, one review
 layer) are layered apart."""
 
 
-@dataclass(frozen=True)
-class ServiceReviewFlags:
-    """The review flags that ``codejury serve``, ``codejury worker`` and a comment job give every review they run
-    (their options, ``SERVICE_OPTIONS``); ``service_flags`` takes them from any object that has them."""
-
-    model: str | None = None
-    model_for: tuple[str, ...] = ()
-    plugins: tuple[str, ...] = ()
-    config_file: Path | None = None
-    remote_config: str | None = None
-    max_inline: int = 20
-
-
 SERVICE_OPTIONS = tuple(f.name for f in fields(ServiceReviewFlags))
 """The review options ``codejury serve`` and ``codejury worker`` take for every review they run."""
 
 
-def service_flags(given: ReviewFlags | ServiceReviewFlags) -> dict[str, Any]:
+def service_flags(given: ServiceReviewFlags) -> dict[str, Any]:
     """The ``ServiceReviewFlags`` fields of ``given``, by name (to build another ``ServiceReviewFlags``)."""
     return {name: getattr(given, name) for name in SERVICE_OPTIONS}
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codejury.errors import CodejuryError, InternalError, ReviewFailed
-from codejury.flags import ServiceReviewFlags
+from codejury.flags import ServiceReviewFlags, service_flags
 from codejury.forges.errors import ForgeUnavailable
 from codejury.forges.hosts import forge_hosts
 from codejury.service.logs import job_context
@@ -166,11 +166,8 @@ class JobRunner:
             recorders = (MetricsRecorder(self.metrics, warn=self.say),)
         with tempfile.TemporaryDirectory(prefix="codejury-job-") as folder:
             flags = session.ReviewFlags(
-                fmt="json", output=Path(folder) / "review.json", model=self.setup.model,
-                model_for=self.setup.model_for, config_file=self.setup.config_file,
-                remote_config=self.setup.remote_config, plugins=self.setup.plugins, url=request.url,
-                publish=True, max_inline=self.setup.max_inline, skip_reviewed_head=not request.forced,
-                forced=request.forced,
+                **service_flags(self.setup), fmt="json", output=Path(folder) / "review.json", url=request.url,
+                publish=True, skip_reviewed_head=not request.forced, forced=request.forced,
             )  # fmt: skip
             try:
                 outcome = await reviews.review(env, flags, recorders=recorders)
