@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from codejury_fakes.github import FakeGitHub
 
-from codejury.agents.walkthrough import CRITERIA_PROMPT, WalkthroughDraft, checked
+from codejury.agents.walkthrough import CRITERIA_PROMPT, CriteriaDraft, checked
 from codejury.change.diffparse import parse_diff
 from codejury.change.intent import MAX_CRITERIA, acceptance_criteria
 from codejury.change.types import LinkedIssue
@@ -74,7 +74,7 @@ def test_a_finding_cites_a_criterion_by_its_words_not_by_a_shared_word() -> None
 
 def test_only_a_met_claim_whose_evidence_the_diff_shows_counts() -> None:
     files = parse_diff(unified_diff("export.py", "", CODE))
-    draft = WalkthroughDraft.model_validate(
+    draft = CriteriaDraft.model_validate(
         {"summary": "Adds `export`.", "groups": [], "criteria": [
             {"number": 2, "met": True, "evidence": "`write_header` writes it before the rows"},
             {"number": 3, "met": True, "evidence": "`stream_rows` streams them"},  # not in the diff

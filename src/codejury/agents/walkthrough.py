@@ -97,8 +97,14 @@ class WalkthroughDraft(BaseModel):
     summary: str = Field(description="Two or three sentences: what the change does and why.")
     groups: list[DraftGroup] = Field(description="The changed files grouped by purpose.")
     diagram: str = Field(default="", description="Mermaid source of a new or rerouted flow, or an empty string.")
+
+
+class CriteriaDraft(WalkthroughDraft):
+    """The draft of a change whose linked issues state acceptance criteria: the walkthrough and which it meets
+    (asked only then, so a change without criteria sends the same output schema as before)."""
+
     criteria: list[DraftCriterion] = Field(
-        default_factory=list, description="One entry per numbered acceptance criterion, when a list is given."
+        default_factory=list, description="One entry per numbered acceptance criterion."
     )
 
 
@@ -180,10 +186,11 @@ async def write_walkthrough(
             profile.max_output_tokens, max_tokens + min(MAX_CRITERIA_TOKENS, CRITERION_TOKENS * len(criteria))
         )
     prompt = walkthrough_prompt(meta, files, patch_tokens=budget, criteria=criteria)
+    shape: type[WalkthroughDraft] = CriteriaDraft if criteria else WalkthroughDraft
     output = (
-        NativeOutput(WalkthroughDraft, name=OUTPUT_NAME)
+        NativeOutput(shape, name=OUTPUT_NAME)
         if profile.output_mode == "native"
-        else ToolOutput(WalkthroughDraft, name=OUTPUT_NAME)
+        else ToolOutput(shape, name=OUTPUT_NAME)
     )
     agent: Agent[None, WalkthroughDraft] = Agent(model.model, name=AGENT_NAME, output_type=output, retries=1)
     run_usage = RunUsage()
@@ -391,7 +398,7 @@ def checked(draft: WalkthroughDraft, files: Sequence[FileChange], *, model: str 
     if draft.diagram.strip() and diagram is None:
         unsupported += 1
     met: dict[int, str] = {}
-    for answer in draft.criteria:
+    for answer in draft.criteria if isinstance(draft, CriteriaDraft) else ():
         if not answer.met or not 1 <= answer.number <= criteria or answer.number in met:
             continue
         evidence = " ".join(answer.evidence.split())[:300]
