@@ -168,3 +168,37 @@ def test_without_the_extra_the_model_is_one_line_naming_it(tmp_path: Path, monke
     assert run.code != 0 and run.out == ""
     assert run.err.strip().endswith("vertex: install codejury[vertex]"), run.err
     assert len(run.err.strip().splitlines()) == 1, run.err
+
+
+@pytest.mark.parametrize("impersonate", [True, False])
+def test_a_ci_job_s_oidc_token_is_exchanged_through_workload_identity_federation(
+    tmp_path: Path, gcp: FakeVertex, impersonate: bool
+) -> None:
+    """What google-github-actions/auth writes, or a GitLab job with id_tokens and a create-cred-config file: no key,
+    the job's OIDC token exchanged at STS (and for the service account's token when it impersonates one)."""
+    oidc = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyZXBvOmFjbWUvYXBwIn0.c2ln"
+    gcp.trust_oidc(oidc)
+    token_file = tmp_path / "oidc-token"
+    token_file.write_text(oidc)
+    config, env = setup(tmp_path, gcp)
+    (tmp_path / "wif.json").write_text(json.dumps(gcp.external_account(str(token_file), impersonate=impersonate)))
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path / "wif.json")
+    gcp.script(OLDER, [final([SQLI])])
+    run = review(tmp_path, config, env, "--fail-on", "never")
+    assert run.code == 0, run.err
+    assert gcp.refusals == [] and gcp.requests
+    assert {r.headers["authorization"].removeprefix("Bearer ") for r in gcp.requests} <= set(gcp.issued_tokens)
+    for secret in (oidc, *gcp.issued_tokens):
+        assert secret not in run.out + run.err + run.events
+
+
+def test_an_oidc_token_the_pool_does_not_trust_gets_no_access(tmp_path: Path, gcp: FakeVertex) -> None:
+    token_file = tmp_path / "oidc-token"
+    token_file.write_text("a-token-of-another-repository")
+    config, env = setup(tmp_path, gcp)
+    (tmp_path / "wif.json").write_text(json.dumps(gcp.external_account(str(token_file))))
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path / "wif.json")
+    run = review(tmp_path, config, env)
+    assert run.code == 3 and run.out == ""
+    assert {r.code for r in gcp.refusals} == {"invalid_grant"} and gcp.requests == []
+    assert "a-token-of-another-repository" not in run.err + run.events

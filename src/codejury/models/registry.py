@@ -332,7 +332,9 @@ def _build_vertex(request: ModelRequest) -> ResolvedModel:
     from pydantic_ai.providers.google_cloud import GoogleCloudProvider
 
     try:
-        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+        # No scopes here: with them, google-auth looks an external account's project up over the network at once;
+        # the provider scopes the credentials (cloud-platform), and the first request fetches the token.
+        credentials, _ = google.auth.default()
     except DefaultCredentialsError as exc:
         raise ModelSetupError(
             f"{request.provider.name}: no Google Application Default Credentials: set GOOGLE_APPLICATION_CREDENTIALS "

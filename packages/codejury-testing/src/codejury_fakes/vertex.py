@@ -11,6 +11,12 @@ public half, its issuer, audience, expiry and scope, and issues a short-lived ac
 ``Authorization: Bearer`` with a token it issued and has not expired (else 401 ``UNAUTHENTICATED``); another
 project is 403 ``PERMISSION_DENIED`` and another location or an unknown model 404 ``NOT_FOUND``, as Vertex answers.
 Error bodies are Google's ``{"error": {"code", "message", "status"}}``.
+
+Workload identity federation (what google-github-actions/auth and GitLab's ``id_tokens`` give):
+``external_account(token_file, ...)`` is the credentials file, its ``token_url`` this server's ``/v1/token`` (STS's
+token exchange: the OIDC token ``trust_oidc`` names, for the pool's audience) and, with ``impersonate=True``, its
+service account impersonated through ``:generateAccessToken``, as ``gcloud iam workload-identity-pools
+create-cred-config`` writes it.
 """
 
 from __future__ import annotations
@@ -64,6 +70,30 @@ class FakeVertex(CloudServer):
         self._tokens: dict[str, float] = {}
         self._token_lock = threading.Lock()
         self._models: set[str] = set()
+        self._oidc: dict[str, str] = {}
+        self.audience = (
+            f"//iam.googleapis.com/projects/123456789/locations/global/workloadIdentityPools/ci/providers/{project}"
+        )
+
+    def trust_oidc(self, token: str) -> None:
+        """Let the STS token exchange accept ``token`` (a CI job's OIDC token) for this pool's ``audience``."""
+        with self._token_lock:
+            self._oidc[token] = self.audience
+
+    def external_account(self, token_file: str, *, impersonate: bool = True) -> dict[str, Any]:
+        """A workload identity federation credentials file reading the OIDC token from ``token_file``."""
+        info: dict[str, Any] = {
+            "type": "external_account",
+            "audience": self.audience,
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": f"{self.origin}/v1/token",
+            "credential_source": {"file": token_file},
+        }
+        if impersonate:
+            info["service_account_impersonation_url"] = (
+                f"{self.origin}/v1/projects/-/serviceAccounts/{self.client_email}:generateAccessToken"
+            )
+        return info
 
     def allow_model(self, *models: str) -> None:
         """Publisher models served in this project and location; any other is ``NOT_FOUND``."""
@@ -101,6 +131,12 @@ class FakeVertex(CloudServer):
     def answer(self, request: RawRequest) -> Wire:
         if request.method == "POST" and request.path == "/token":
             return self._token(request)
+        if request.method == "POST" and request.path == "/v1/token":
+            return self._exchange(request)
+        if request.method == "POST" and request.path.endswith(
+            f"/serviceAccounts/{self.client_email}:generateAccessToken"
+        ):
+            return self._impersonate(request)
         match = _PATH.match(request.path)
         if request.method != "POST" or match is None:
             return self.refuse(request.path, 404, "NOT_FOUND", _error(404, "The requested URL was not found."))
@@ -139,10 +175,37 @@ class FakeVertex(CloudServer):
         if refused is not None:
             body = {"error": refused[0], "error_description": refused[1]}
             return self.refuse(request.path, 400, refused[0], Wire.json(400, body))
+        return Wire.json(200, {"access_token": self._issue(), "expires_in": self.token_ttl_s, "token_type": "Bearer"})
+
+    def _exchange(self, request: RawRequest) -> Wire:
+        """STS's token exchange: a trusted OIDC token for this pool's audience becomes a federated access token."""
+        form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+        with self._token_lock:
+            audience = self._oidc.get(form.get("subject_token", ""))
+        if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" or audience is None:
+            body = {"error": "invalid_grant", "error_description": "The OIDC token could not be verified."}
+            return self.refuse(request.path, 400, "invalid_grant", Wire.json(400, body))
+        if form.get("audience") != audience:
+            body = {"error": "invalid_target", "error_description": "The target service indicated is invalid."}
+            return self.refuse(request.path, 400, "invalid_target", Wire.json(400, body))
+        token = self._issue()
+        kind = "urn:ietf:params:oauth:token-type:access_token"
+        return Wire.json(
+            200, {"access_token": token, "issued_token_type": kind, "token_type": "Bearer", "expires_in": 3600}
+        )
+
+    def _impersonate(self, request: RawRequest) -> Wire:
+        """IAM Credentials' generateAccessToken: a federated token becomes the service account's access token."""
+        if not self._authorised(request.headers.get("authorization", "")):
+            return self.refuse(request.path, 401, "UNAUTHENTICATED", _error(401, "Request had invalid credentials."))
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.token_ttl_s))
+        return Wire.json(200, {"accessToken": self._issue(), "expireTime": expires})
+
+    def _issue(self) -> str:
         token = "ya29.fake-" + uuid.uuid4().hex
         with self._token_lock:
             self._tokens[token] = time.time() + self.token_ttl_s
-        return Wire.json(200, {"access_token": token, "expires_in": self.token_ttl_s, "token_type": "Bearer"})
+        return token
 
     def _valid_assertion(self, assertion: str) -> bool:
         from cryptography.exceptions import InvalidSignature
