@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 
-from codejury.config import ReviewConfig, Settings, check_embeddings_provider, check_provider, check_reviewer_names
+from codejury.config import (
+    ProviderSettings,
+    ReviewConfig,
+    Settings,
+    check_embeddings_provider,
+    check_provider,
+    check_reviewer_names,
+)
 from codejury.contexts import BootstrapContext, ConfigureContext, Contributions, PostConfigureContext, Warn
 from codejury.errors import CodejuryError, ConfigError
 from codejury.models.providers import ProviderSpec
@@ -82,6 +89,21 @@ def run_configure(
     return into
 
 
+def provider_spec(name: str, p: ProviderSettings, base: ProviderSpec | None = None) -> ProviderSpec:
+    """The provider ``[providers.NAME]`` declares, over ``base`` (the built-in or plugin provider of that name,
+    whose ``base_url`` and ``api_key_env`` it keeps where it sets none)."""
+    return ProviderSpec(
+        name=name,
+        kind=p.kind,
+        base_url=p.base_url or (base.base_url if base else None),
+        api_key_env=p.api_key_env or (base.api_key_env if base else None),
+        enabled=p.enabled,
+        region=p.region,
+        project=p.project,
+        api_version=p.api_version,
+    )
+
+
 def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = ()) -> ReviewConfig:
     """Build the ReviewConfig from the user's settings and the plugins' contributions."""
     providers = dict(into.providers)
@@ -90,16 +112,7 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
     for name, p in settings.providers.items():
         base = providers.get(name)
         check_provider(settings, name, needs_base_url, base.base_url if base else None)
-        providers[name] = ProviderSpec(
-            name=name,
-            kind=p.kind,
-            base_url=p.base_url or (base.base_url if base else None),
-            api_key_env=p.api_key_env or (base.api_key_env if base else None),
-            enabled=p.enabled,
-            region=p.region,
-            project=p.project,
-            api_version=p.api_version,
-        )
+        providers[name] = provider_spec(name, p, base)
     check_reviewer_names(settings, into.reviewers)  # --model-for / [reviewers.NAME] name a real reviewer
     check_embeddings_provider(settings, providers, into.embeddings)  # [retrieval] embeddings_model's NAME
     reviewers = {n: s for n, s in into.reviewers.items() if n not in settings.disabled_reviewers}

@@ -174,22 +174,13 @@ async def _judge(
 
 
 def _providers(settings: Settings) -> dict[str, Any]:
-    """Built-in providers plus the configured ones (a judge on a gateway needs its base_url)."""
-    from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
+    """Built-in providers plus the configured ones, as a review assembles them (a judge on a gateway needs its
+    base_url)."""
+    from codejury.lifecycle import provider_spec
+    from codejury.models.providers import BUILTIN_PROVIDERS
 
-    providers: dict[str, Any] = dict(BUILTIN_PROVIDERS)
-    for name, p in settings.providers.items():
-        providers[name] = ProviderSpec(
-            name,
-            p.kind,
-            base_url=p.base_url,
-            api_key_env=p.api_key_env,
-            enabled=p.enabled,
-            region=p.region,
-            project=p.project,
-            api_version=p.api_version,
-        )
-    return providers
+    configured = {name: provider_spec(name, p, BUILTIN_PROVIDERS.get(name)) for name, p in settings.providers.items()}
+    return {**BUILTIN_PROVIDERS, **configured}
 
 
 def _gate(overall: Mapping[str, Any], thresholds: Mapping[str, float]) -> int:
