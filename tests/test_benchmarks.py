@@ -116,6 +116,12 @@ FIGURES: dict[str, list[str]] = {
         r"^benign texts flagged: \d+/40 ",
         rf"^time per text: {NUMBER} ms",
     ],
+    "intent": [
+        r"^  py-report-search-sql: \(a\) breaks: 1 finding\(s\) cite it, unmet; \(b\) meets: 0 .* met",
+        r"^breaks: cited in 2/2 cases \(judged in 2/2",
+        r"^meets: cited in 0/2 cases \(a false finding\), judged met in 2/2",
+        rf"^wall time per review: p50 {NUMBER} s, max {NUMBER} s",
+    ],
     "chaos": [
         r"^completion rate: \d+/3 ",
         r"^findings lost from reviewers that succeeded: 0 ",

@@ -5,7 +5,7 @@ The criteria are found without a model (``change.intent.acceptance_criteria``: c
 
 - **unmet** when a published finding cites it: the reviewers are asked to report a criterion the change does not
   meet as a finding that quotes it, so a finding whose title and body hold the criterion's words (all of them in
-  order, or most of its significant words) cites it;
+  order, or most of its significant words) cites it, and only the criterion it matches best;
 - **met** when the walkthrough, which reads the same diff, showed where the change meets it, with evidence naming
   code the diff shows (``agents.walkthrough`` checks it; an unsupported claim counts as no claim), and no finding
   cites it;
@@ -42,28 +42,40 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def cites(finding: Finding, criterion: str) -> bool:
-    """Whether ``finding`` cites ``criterion``: its words in order in the finding's title or body, or (in a finding
-    about intent) most of the criterion's significant words."""
+def citation(finding: Finding, criterion: str) -> float:
+    """How surely ``finding`` cites ``criterion``: 2 when the criterion's words stand in order in its title or body,
+    else the share of the criterion's significant words it names when that share reaches 0.5 in a finding about
+    intent (0.8 in another), else 0."""
     said = _words(f"{finding.title}\n{finding.body}")
     wanted = _words(criterion)
     if not wanted:
-        return False
+        return 0.0
     joined, phrase = f" {' '.join(said)} ", f" {' '.join(wanted)} "
     if phrase in joined:
-        return True
+        return 2.0
     significant = {w for w in wanted if w not in _STOP and len(w) > 2}
     if not significant:
-        return False
+        return 0.0
     share = len(significant & set(said)) / len(significant)
-    return share >= (0.5 if "intent" in finding.category.lower() else 0.8)
+    return share if share >= (0.5 if "intent" in finding.category.lower() else 0.8) else 0.0
+
+
+def cites(finding: Finding, criterion: str) -> bool:
+    """Whether ``finding`` cites ``criterion`` at all (``citation`` above 0)."""
+    return citation(finding, criterion) > 0
 
 
 def judged(criteria: Sequence[tuple[str, str]], findings: Sequence[Finding], met: Mapping[int, str]) -> list[Criterion]:
     """Each criterion with what the review says of it (``met``: the walkthrough's checked claims, by number)."""
+    cited: dict[int, list[str]] = {}
+    for f in findings:  # a finding cites the one criterion it matches best (criteria often share words)
+        scores = [citation(f, text) for _, text in criteria]
+        best = max(scores, default=0.0)
+        if best > 0:
+            cited.setdefault(scores.index(best), []).append(f"{f.path}:{f.start_line} {f.title}")
     out: list[Criterion] = []
     for number, (issue, text) in enumerate(criteria, 1):
-        citing = [f"{f.path}:{f.start_line} {f.title}" for f in findings if cites(f, text)]
+        citing = cited.get(number - 1, [])
         if citing:
             out.append(Criterion(issue=issue, text=text, status="unmet", cited_by=citing))
         elif number in met:
