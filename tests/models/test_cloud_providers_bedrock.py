@@ -218,3 +218,27 @@ def test_the_eval_judge_keeps_the_cloud_settings_of_the_config() -> None:
     settings = Settings(providers={"bedrock": ProviderTable(kind="bedrock", region="ap-southeast-2")})
     bedrock = _providers(settings)["bedrock"]
     assert (bedrock.kind, bedrock.region) == ("bedrock", "ap-southeast-2")
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_a_bedrock_endpoint_behind_a_private_ca_is_trusted_through_ssl_cert_file(
+    tmp_path: Path, aws: FakeBedrock, trusted: bool
+) -> None:
+    import ssl
+
+    from tests.test_tls import write_certificates
+
+    ca, cert, key = write_certificates(tmp_path)
+    served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.load_cert_chain(cert, key)
+    aws._httpd.socket = served.wrap_socket(aws._httpd.socket, server_side=True)  # HTTPS from the first connection
+    aws.script(SONNET, [final([])])
+    env = env_of(aws, AWS_ENDPOINT_URL_BEDROCK_RUNTIME=aws.origin.replace("http://", "https://"))
+    if trusted:
+        env["SSL_CERT_FILE"] = str(ca)
+    run = review(tmp_path, MODELS, env, "--fail-on", "never")
+    if trusted:
+        assert run.code == 0, run.err
+        assert aws.requests and aws.refusals == []
+    else:
+        assert run.code == 3 and aws.requests == []  # the handshake failed: nothing reached the endpoint

@@ -316,7 +316,10 @@ def _build_bedrock(request: ModelRequest) -> ResolvedModel:
     )
     # endpoint_url None: botocore's own AWS_ENDPOINT_URL_BEDROCK_RUNTIME / AWS_ENDPOINT_URL, else the region's.
     session = boto3.Session(region_name=setup.region)
-    client = session.client("bedrock-runtime", endpoint_url=setup.endpoint, config=config)
+    # botocore reads its own CA bundle (AWS_CA_BUNDLE, else certifi's); a private CA named by SSL_CERT_FILE, as for
+    # every other HTTPS connection codejury makes, is used here too.
+    ca_bundle = request.env.get("SSL_CERT_FILE") or None
+    client = session.client("bedrock-runtime", endpoint_url=setup.endpoint, config=config, verify=ca_bundle)
     bedrock = BedrockProvider(bedrock_client=client)
     return _resolved(request, BedrockConverseModel(request.model_name, provider=bedrock, settings=_capped(request)))
 
