@@ -37,21 +37,6 @@ if TYPE_CHECKING:
         finding,
     )
 
-_HOMES = {
-    "scripted": (
-        "Fail",
-        "Final",
-        "Raw",
-        "ScriptedModel",
-        "ScriptedResolver",
-        "Sleep",
-        "Step",
-        "ToolCall",
-        "finding",
-    ),
-}
-_MODULE_OF = {name: f"{__name__}.{module}" for module, names in _HOMES.items() for name in names}
-
 __all__ = [
     "Fail",
     "Final",
@@ -63,6 +48,7 @@ __all__ = [
     "ToolCall",
     "finding",
 ]
+_MODULE_OF = {name: f"{__name__}.scripted" for name in __all__}  # every name above lives in ``scripted``
 
 
 def lazy_exports(package: str, module_of: dict[str, str], names: list[str]) -> tuple[Any, Any]:
