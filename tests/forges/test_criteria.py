@@ -170,3 +170,14 @@ def test_criteria_cells_cannot_break_the_table() -> None:
     review = Review(verdict="approved", tier="lite", summary="", criteria=[Criterion(issue="#1", text="a | b\nc")])
     [row] = [line for line in criteria_lines(review.criteria) if line.startswith("| #1")]
     assert row == f"| #1 | a \\| b c | {NOT_JUDGED} |"
+
+
+def test_dry_run_counts_the_criteria_question_only_when_there_are_criteria() -> None:
+    from codejury.agents.walkthrough import planned_tokens
+    from codejury.change.types import ChangeMeta
+
+    files = parse_diff(unified_diff("export.py", "", CODE))
+    plain = planned_tokens(ChangeMeta(title="Export"), files, weak=True)
+    asked = planned_tokens(ChangeMeta(title="Export"), files, weak=True, criteria=["the header row is written once"])
+    assert asked > plain
+    assert planned_tokens(ChangeMeta(title="Export"), files, weak=True, criteria=()) == plain

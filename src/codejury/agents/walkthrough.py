@@ -161,10 +161,11 @@ def budgets(weak: bool, context_window: int, max_output_tokens: int) -> tuple[in
     return max_tokens, max(500, min(patch_cap, context_window - max_tokens - RESERVED_TOKENS))
 
 
-def planned_tokens(meta: ChangeMeta, files: Sequence[FileChange], *, weak: bool) -> int:
-    """The input tokens a walkthrough of ``files`` would send (``--dry-run``), on a weak model or another."""
+def planned_tokens(meta: ChangeMeta, files: Sequence[FileChange], *, weak: bool, criteria: Sequence[str] = ()) -> int:
+    """The input tokens a walkthrough of ``files`` would send (``--dry-run``), on a weak model or another, with the
+    linked issues' ``criteria`` when there are some."""
     _, budget = budgets(weak, 128_000, 4096)
-    return estimate_tokens(walkthrough_prompt(meta, files, patch_tokens=budget))
+    return estimate_tokens(walkthrough_prompt(meta, files, patch_tokens=budget, criteria=criteria))
 
 
 async def write_walkthrough(

@@ -24,6 +24,7 @@ from codejury.models.selection import is_weak_spec
 from codejury.render import counted
 from codejury.reviewers.roster import coordinator_prompt, shared_rules
 from codejury.runstate import ReviewRun
+from codejury.stages.criteria import run_criteria
 from codejury.workspace import numbered_patch
 
 
@@ -32,7 +33,8 @@ def _walkthrough_tokens(run: ReviewRun, kept: Sequence[FileChange]) -> tuple[str
     spec = run.selection.models.get("coordinator")
     if spec is None or not kept or skip_reason(run.selection.tier, run.settings.describe) is not None:
         return None
-    return spec, planned_tokens(run.change.meta, kept, weak=is_weak_spec(run.config, spec))
+    criteria = [text for _, text in run_criteria(run)]  # the linked issues' criteria, asked in the same call
+    return spec, planned_tokens(run.change.meta, kept, weak=is_weak_spec(run.config, spec), criteria=criteria)
 
 
 def reviewer_files(name: str, files: Sequence[FileChange]) -> list[FileChange]:
