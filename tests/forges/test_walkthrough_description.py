@@ -117,6 +117,7 @@ def test_github_writes_the_walkthrough_in_the_description_once_across_pushes(
     assert code == 0, err
     after = gh.pull(21).body
     assert after.startswith("Adds the settings.\n\nFixes the defaults, edited on the page.\n")
+    assert f"walkthrough of commit `{gh.pull(21).head_sha[:12]}`" in after  # the new head: the block was replaced
     assert after.count("<!-- codejury:walkthrough v1") == 1 and after.count(END) == 1
 
 

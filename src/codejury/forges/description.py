@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 
 from codejury.findings import Walkthrough
 from codejury.forges.errors import ForgeAuthError, ForgeRefused
-from codejury.forges.safety import checked
+from codejury.forges.safety import checked, inline_code
 from codejury.forges.summary import walkthrough_section
 
 _START = re.compile(r"<!-- codejury:walkthrough v1 (?P<digest>[0-9a-f]{16}) -->")
@@ -42,9 +42,13 @@ def digest(text: str) -> str:
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
 
 
-def walkthrough_block(walkthrough: Walkthrough) -> str:
-    """The whole block (markers included) for ``walkthrough``, its text checked for publishing."""
-    text = checked("\n".join(walkthrough_section(walkthrough)).strip() + "\n")
+def walkthrough_block(walkthrough: Walkthrough, head_sha: str = "") -> str:
+    """The whole block (markers included) for ``walkthrough`` of commit ``head_sha`` (named in its last line, so a
+    block a later push could not replace is seen to be older), its text checked for publishing."""
+    lines = walkthrough_section(walkthrough)
+    if re.fullmatch(r"[0-9a-f]{7,64}", head_sha):
+        lines = [*lines, f"<sub>codejury · walkthrough of commit {inline_code(head_sha[:12])}</sub>"]
+    text = checked("\n".join(lines).strip() + "\n")
     return f"<!-- codejury:walkthrough v1 {digest(text)} -->\n{text}{END}"
 
 

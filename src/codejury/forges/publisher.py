@@ -65,7 +65,7 @@ class ForgePublisher:
         (the walkthrough in the summary) and a line saying why."""
         if self.describe_in != "description" or review.walkthrough is None or self.forge.read_only:
             return review, ()
-        refused = await self.forge.place_walkthrough(walkthrough_block(review.walkthrough))
+        refused = await self.forge.place_walkthrough(walkthrough_block(review.walkthrough, self.forge.head_sha))
         if refused is None:
             return review.model_copy(update={"walkthrough": None}), (IN_DESCRIPTION,)
         self.say(f"warning: the walkthrough stays in the summary comment: {refused}")
