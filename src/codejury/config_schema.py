@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Annotated, Any, Literal, cast, get_origin
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
@@ -32,6 +31,7 @@ from pydantic_settings.sources.utils import parse_env_vars
 
 from codejury.errors import ConfigError
 from codejury.flags import FAIL_ON_CHOICES as FAIL_ON_CHOICES
+from codejury.flags import is_http_url
 
 ENV_PREFIX = "CODEJURY_"
 ENV_NESTED = "__"
@@ -79,12 +79,7 @@ def _reranker(value: str) -> str:
 
 
 def _http_url(value: str) -> str:
-    try:
-        parts = urlsplit(value.strip())
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # an unclosed IPv6 bracket, a port out of range
-        valid = False
-    if not valid:
+    if not is_http_url(value):
         raise _expected("an http:// or https:// URL")
     return value.strip()
 

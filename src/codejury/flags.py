@@ -12,11 +12,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
 
 FAIL_ON_CHOICES = ("suggestion", "warning", "critical", "unreviewed", "requested_changes", "never")
 """The ``fail_on`` levels, least to most lenient (the settings model checks ``fail_on`` against them)."""
+
+
+def is_http_url(text: str) -> bool:
+    """Whether ``text`` (spaces around it aside) is an http:// or https:// URL with a host and a usable port: the
+    check of a URL flag (``--metrics-push``) and of a URL setting (``issue_tracker_url``…) alike."""
+    try:
+        parts = urlsplit(text.strip())
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # an unclosed IPv6 bracket, a port out of range
+        return False
 
 
 @dataclass(frozen=True)

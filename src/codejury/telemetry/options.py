@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from codejury.cli_io import check_writable
 from codejury.errors import InputError
+from codejury.flags import is_http_url
 
 if TYPE_CHECKING:
     from codejury.telemetry.last_run import LastRunRecorder
@@ -21,14 +21,8 @@ if TYPE_CHECKING:
 
 def check_metrics_flags(push_url: str | None, textfile: Path | None) -> None:
     """Raise ``InputError`` (or ``OutputError``) for a push URL or a textfile path that cannot work."""
-    if push_url is not None:
-        try:
-            parts = urlsplit(push_url.strip())
-            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-        except ValueError:  # an unclosed IPv6 bracket, a port out of range
-            valid = False
-        if not valid:
-            raise InputError("--metrics-push expects the http:// or https:// URL of a Prometheus Pushgateway")
+    if push_url is not None and not is_http_url(push_url):
+        raise InputError("--metrics-push expects the http:// or https:// URL of a Prometheus Pushgateway")
     if textfile is not None:
         check_writable("--metrics-textfile", textfile)
 
