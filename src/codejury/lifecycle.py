@@ -104,15 +104,20 @@ def provider_spec(name: str, p: ProviderSettings, base: ProviderSpec | None = No
     )
 
 
+def configured_providers(settings: Settings, known: Mapping[str, ProviderSpec]) -> dict[str, ProviderSpec]:
+    """``known`` (the built-in and plugin providers) with the providers ``[providers.NAME]`` declares over them."""
+    declared = {name: provider_spec(name, p, known.get(name)) for name, p in settings.providers.items()}
+    return {**known, **declared}
+
+
 def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = ()) -> ReviewConfig:
     """Build the ReviewConfig from the user's settings and the plugins' contributions."""
-    providers = dict(into.providers)
     kinds = into.model_kinds or _builtin_model_kinds()
     needs_base_url = {name: kind.needs_base_url for name, kind in kinds.items()}
-    for name, p in settings.providers.items():
-        base = providers.get(name)
+    for name in settings.providers:
+        base = into.providers.get(name)
         check_provider(settings, name, needs_base_url, base.base_url if base else None)
-        providers[name] = provider_spec(name, p, base)
+    providers = configured_providers(settings, into.providers)
     check_reviewer_names(settings, into.reviewers)  # --model-for / [reviewers.NAME] name a real reviewer
     check_embeddings_provider(settings, providers, into.embeddings)  # [retrieval] embeddings_model's NAME
     reviewers = {n: s for n, s in into.reviewers.items() if n not in settings.disabled_reviewers}

@@ -88,7 +88,8 @@ def _search(
     from codejury.cli_io import shown_path
     from codejury.config import check_embeddings_provider
     from codejury.errors import InputError
-    from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
+    from codejury.lifecycle import configured_providers
+    from codejury.models.providers import BUILTIN_PROVIDERS
     from codejury.plugins import load_plugins
     from codejury.repocontext import store
     from codejury.repocontext.context import RepoContext
@@ -101,16 +102,7 @@ def _search(
     if not root.is_dir():
         raise InputError(f"--repo {shown_path(root)}: no such directory")
     settings = _settings(root, config_file, env)
-    providers = dict(BUILTIN_PROVIDERS)
-    for name, p in settings.providers.items():
-        base = providers.get(name)
-        providers[name] = ProviderSpec(
-            name,
-            p.kind,
-            base_url=p.base_url or (base.base_url if base else None),
-            api_key_env=p.api_key_env or (base.api_key_env if base else None),
-            enabled=p.enabled,
-        )
+    providers = configured_providers(settings, BUILTIN_PROVIDERS)
     plugins = load_plugins(plugin_modules)
     check_embeddings_provider(settings, providers, plugins.embeddings)  # an unknown NAME: exit 2, one line
     given = settings.retrieval

@@ -176,11 +176,10 @@ async def _judge(
 def _providers(settings: Settings) -> dict[str, Any]:
     """Built-in providers plus the configured ones, as a review assembles them (a judge on a gateway needs its
     base_url)."""
-    from codejury.lifecycle import provider_spec
+    from codejury.lifecycle import configured_providers
     from codejury.models.providers import BUILTIN_PROVIDERS
 
-    configured = {name: provider_spec(name, p, BUILTIN_PROVIDERS.get(name)) for name, p in settings.providers.items()}
-    return {**BUILTIN_PROVIDERS, **configured}
+    return configured_providers(settings, BUILTIN_PROVIDERS)
 
 
 def _gate(overall: Mapping[str, Any], thresholds: Mapping[str, float]) -> int:
