@@ -77,7 +77,7 @@ def cloud_env(tmp_path: Path, env: dict[str, str]) -> dict[str, str | None]:
         AWS_CONFIG_FILE=str(tmp_path / "no-aws-config"),
         AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "no-aws-credentials"),
         AWS_EC2_METADATA_DISABLED="true",
-        NO_GCE_CHECK="True",
+        NO_GCE_CHECK="true",  # read when google-auth's metadata module is imported
         CLOUDSDK_CONFIG=str(tmp_path / "no-gcloud"),
     )
     clean.update(env)

@@ -242,3 +242,13 @@ def test_a_bedrock_endpoint_behind_a_private_ca_is_trusted_through_ssl_cert_file
         assert aws.requests and aws.refusals == []
     else:
         assert run.code == 3 and aws.requests == []  # the handshake failed: nothing reached the endpoint
+
+
+def test_no_aws_credentials_at_all_is_one_line_before_any_request(tmp_path: Path, aws: FakeBedrock) -> None:
+    run = review(tmp_path, MODELS, {"AWS_REGION": aws.region, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": aws.origin})
+    assert run.code == 2 and run.out == ""
+    assert run.err.strip().splitlines() == [
+        "codejury: bedrock: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+        "or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE"
+    ]
+    assert aws.requests == [] and aws.refusals == []

@@ -202,3 +202,18 @@ def test_an_oidc_token_the_pool_does_not_trust_gets_no_access(tmp_path: Path, gc
     assert run.code == 3 and run.out == ""
     assert {r.code for r in gcp.refusals} == {"invalid_grant"} and gcp.requests == []
     assert "a-token-of-another-repository" not in run.err + run.events
+
+
+def test_no_application_default_credentials_is_one_line_before_any_request(
+    tmp_path: Path, gcp: FakeVertex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from google.auth.compute_engine import _metadata
+
+    monkeypatch.setattr(_metadata, "is_on_gce", lambda request=None: False)  # this machine is not on Google Cloud
+    config, env = setup(tmp_path, gcp)
+    del env["GOOGLE_APPLICATION_CREDENTIALS"]
+    run = review(tmp_path, config, env)
+    assert run.code == 2 and run.out == ""
+    assert len(run.err.strip().splitlines()) == 1, run.err
+    assert "vertex: no Google Application Default Credentials: set GOOGLE_APPLICATION_CREDENTIALS" in run.err
+    assert gcp.requests == [] and gcp.issued_tokens == []

@@ -316,6 +316,11 @@ def _build_bedrock(request: ModelRequest) -> ResolvedModel:
     )
     # endpoint_url None: botocore's own AWS_ENDPOINT_URL_BEDROCK_RUNTIME / AWS_ENDPOINT_URL, else the region's.
     session = boto3.Session(region_name=setup.region)
+    if session.get_credentials() is None:  # the chain found nothing (a web identity is exchanged at the first call)
+        raise ModelSetupError(
+            f"{request.provider.name}: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+            "AWS_PROFILE, or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE"
+        )
     # botocore reads its own CA bundle (AWS_CA_BUNDLE, else certifi's); a private CA named by SSL_CERT_FILE, as for
     # every other HTTPS connection codejury makes, is used here too.
     ca_bundle = request.env.get("SSL_CERT_FILE") or None
