@@ -195,3 +195,18 @@ def test_a_gitlab_token_that_may_not_edit_the_description_keeps_the_walkthrough_
         assert code == 0, err
         summary = _gitlab_summary(gl)
         assert "### Walkthrough" in summary and "not in the description: GitLab refused" in summary
+
+
+def test_gitlab_never_saves_a_description_that_would_run_a_quick_action_as_codejury(
+    gl: FakeGitLab,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # A line its author may not run stays in the stored text; saved by codejury, GitLab would run it as codejury.
+    gl.add_mr(1, 21, files={"values.py": (OLD, NEW)}, description="Adds the settings.\n/merge\n")
+    code, err = _gitlab_review(gl, monkeypatch, tmp_path, FakeGitLab.BOT_TOKEN)
+    assert code == 0, err
+    assert gl.mr(1, 21)["description"] == "Adds the settings.\n/merge\n"
+    assert not gl.quick_actions_executed
+    summary = _gitlab_summary(gl)
+    assert "### Walkthrough" in summary and "GitLab would run as a quick action" in summary

@@ -14,6 +14,9 @@ quoted example, a stray start marker, an end marker placed to swallow a paragrap
 block: codejury neither overwrites the author's text around it nor keeps what the author wrote between markers
 as its own. Every byte outside the block is kept; when there is no block, one is appended after a blank line.
 
+On GitLab a description holding a quick action (``/merge`` at the start of a line) is never saved by codejury
+(``runs_quick_actions``): GitLab would run it as codejury's user; the walkthrough stays in the summary comment.
+
 The text inside is the walkthrough through ``safety`` (``walkthrough_section``), which strips anything shaped
 like a codejury marker, so codejury's own text can never end its block early. ``without_walkthrough`` removes
 the block again where the description is read as the author's words (the reviewers' context).
@@ -27,7 +30,7 @@ from collections.abc import Awaitable, Callable
 
 from codejury.findings import Walkthrough
 from codejury.forges.errors import ForgeAuthError, ForgeRefused
-from codejury.forges.safety import checked, inline_code
+from codejury.forges.safety import check_published, checked, inline_code
 from codejury.forges.summary import walkthrough_section
 
 _START = re.compile(r"<!-- codejury:walkthrough v1 (?P<digest>[0-9a-f]{16}) -->")
@@ -75,6 +78,13 @@ def with_walkthrough(description: str, block: str) -> str:
         return block
     gap = "" if description.endswith("\n\n") else "\n" if description.endswith("\n") else "\n\n"
     return description + gap + block
+
+
+def runs_quick_actions(description: str) -> bool:
+    """Whether GitLab would read a line of ``description`` as a quick action (``/merge`` at the start of a line
+    outside a code fence): saved by codejury, it would run as codejury's user, with codejury's rights, so codejury
+    does not save such a description (a command its author may not run stays in the text GitLab stores)."""
+    return any("quick action" in problem for problem in check_published(description))
 
 
 def without_walkthrough(description: str) -> str:

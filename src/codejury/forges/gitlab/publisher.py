@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from codejury.forges.description import placed
+from codejury.forges.description import placed, runs_quick_actions
 from codejury.forges.errors import ForgeRefused
 from codejury.forges.gitlab.merge_request import CONCURRENCY, MergeRequestState
 from codejury.forges.gitlab.types import position_for
@@ -128,6 +128,11 @@ class MergeRequestPublisher:
         None when it is there, else why the token may not write it (the caller keeps it in the summary)."""
         project, iid = self.pull.target.project, self.pull.target.iid
         current = (await self.pull.api.merge_request(project, iid)).description
+        if runs_quick_actions(current):
+            return (
+                "the description has a line GitLab would run as a quick action (a `/command` at the start of a "
+                "line) as codejury's user, so codejury does not save it"
+            )
 
         async def write(description: str) -> None:
             await self.pull.api.update_description(project, iid, description)

@@ -65,7 +65,8 @@ def _get_mr(gl: GitLabState, call: Call) -> tuple[int, Any]:
 
 def _put_mr(gl: GitLabState, call: Call) -> tuple[int, Any]:
     """Edit a merge request's description (the fake models no other field): its author or a Developer and above;
-    a Reporter gets 403, as GitLab answers. GitLab's 1,048,576-character limit is a 400."""
+    a Reporter gets 403, as GitLab answers. GitLab's 1,048,576-character limit is a 400. Quick actions in it run as
+    the user who saves it, as GitLab runs them, and are not stored."""
     project, mr = gl._mr(call)
     if call.user != mr.author and project.members[call.user.id] < DEVELOPER:
         raise refuse(403)
@@ -75,7 +76,8 @@ def _put_mr(gl: GitLabState, call: Call) -> tuple[int, Any]:
             raise refuse(400, error="description is invalid")
         if len(description) > MAX_DESCRIPTION:
             raise refuse(400, f"description is too long (maximum is {MAX_DESCRIPTION} characters)")
-        mr.description = description
+        # GitLab runs the quick actions of a description it saves, as the user who saves it, and stores the rest.
+        mr.description = gl._run_quick_actions(mr, call.user, description)[0]
     return 200, gl._mr_json(mr)
 
 
