@@ -13,7 +13,8 @@ from codejury_fakes.provider_wire import ErrorReply
 
 from codejury.models import cloud_setup, registry
 from codejury.models.pricing import PriceTable, genai_price
-from tests.models.cloud_review import DECIDE, PATH, SQLI, final, review, serving
+from codejury.models.providers import BUILTIN_PROVIDERS, ProviderSpec
+from tests.models.cloud_review import DECIDE, PATH, SQLI, cloud_env, final, review, serving
 
 SONNET = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
 HAIKU = "eu.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -252,3 +253,25 @@ def test_no_aws_credentials_at_all_is_one_line_before_any_request(tmp_path: Path
         "or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE"
     ]
     assert aws.requests == [] and aws.refusals == []
+
+
+def test_a_model_built_in_one_environment_is_not_reused_in_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service process reviews for several configurations: another key or endpoint builds another client."""
+    env = {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIAONE", "AWS_SECRET_ACCESS_KEY": "one"}
+    for name, value in cloud_env(tmp_path, env).items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    registry.clear_model_cache()
+    first = registry.resolve_model(f"bedrock:{SONNET}", registry_providers(), env=env)
+    assert registry.resolve_model(f"bedrock:{SONNET}", registry_providers(), env=dict(env)) is first
+    for change in ({"AWS_SECRET_ACCESS_KEY": "two"}, {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": "http://127.0.0.1:9"}):
+        assert registry.resolve_model(f"bedrock:{SONNET}", registry_providers(), env={**env, **change}) is not first
+    registry.clear_model_cache()
+
+
+def registry_providers() -> dict[str, ProviderSpec]:
+    return dict(BUILTIN_PROVIDERS)

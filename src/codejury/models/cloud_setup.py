@@ -42,7 +42,19 @@ AZURE_TOKEN_ENV = "AZURE_OPENAI_AD_TOKEN"
 
 #: The environment a cloud model is built from (they key the shared model: a change builds a new one).
 CLOUD_ENV: dict[str, tuple[str, ...]] = {
-    "bedrock": ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_ROLE_ARN"),
+    "bedrock": (
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_PROFILE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_ROLE_ARN",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+        "SSL_CERT_FILE",
+    ),
     "vertex": ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"),
     "azure": ("AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", AZURE_KEY_ENV, AZURE_TOKEN_ENV),
 }
