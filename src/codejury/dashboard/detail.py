@@ -9,7 +9,7 @@ and says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,11 @@ from codejury.record import schema
 from codejury.render import clean_text, one_line, section_title
 
 SECTION_ORDER = ("Security", "Performance", "Code quality", "Documentation", "Release", "AGENTS.md", "Team rules")
+
+
+def _same_names(view: type, source: Any, *converted: str) -> dict[str, Any]:
+    """The fields of the dataclass ``view`` read from ``source`` under the same names, but the ``converted`` ones."""
+    return {f.name: getattr(source, f.name) for f in fields(view) if f.name not in converted}
 
 
 @dataclass
@@ -42,18 +47,11 @@ class FindingView:
     def of(cls, source: Any, *, body: str = "", suggestion: str | None = None) -> FindingView:
         """The view of a stored finding row or a review's ``Finding`` (the same names), text made one-line."""
         return cls(
-            reviewer=source.reviewer,
-            category=source.category,
-            severity=source.severity,
-            path=source.path,
-            start_line=source.start_line,
-            end_line=source.end_line,
+            **_same_names(cls, source, "title", "body", "suggestion", "evidence"),
             title=one_line(source.title),
             body=body,
             suggestion=suggestion,
             evidence=[one_line(str(e)) for e in source.evidence or []],
-            verified=source.verified,
-            advisory=source.advisory,
         )
 
     @property
@@ -79,19 +77,8 @@ class RunView:
     @classmethod
     def of(cls, source: Any, role: str) -> RunView:
         """The view of a stored reviewer-run row or a review's ``ReviewerReport`` (the same names)."""
-        return cls(
-            name=source.name,
-            role=role,
-            model=source.model,
-            status=source.status,
-            error=one_line(source.error) if source.error else None,
-            input_tokens=source.input_tokens,
-            output_tokens=source.output_tokens,
-            cache_read_tokens=source.cache_read_tokens,
-            cache_write_tokens=source.cache_write_tokens,
-            cost_usd=source.cost_usd,
-            duration_s=source.duration_s,
-        )
+        error = one_line(source.error) if source.error else None
+        return cls(**_same_names(cls, source, "role", "error"), role=role, error=error)
 
 
 @dataclass
