@@ -165,23 +165,29 @@ def test_bedrock_ids_are_priced_by_genai_prices_with_their_regional_prefix() -> 
     assert genai_price(f"bedrock:{SONNET}", now) == genai_price(unprefixed, now)
 
 
-def test_a_ci_job_s_oidc_token_becomes_a_role_s_credentials(tmp_path: Path, aws: FakeBedrock) -> None:
-    """GitLab's id_tokens (or GitHub's OIDC token) in a file, and the role: botocore's web identity provider asks
-    STS for temporary credentials, and every Bedrock request is signed with them."""
-    role = "arn:aws:iam::123456789012:role/codejury-review"
-    oidc = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwcm9qZWN0X3BhdGg6YWNtZS9hcHAifQ.c2lnbmF0dXJl"
-    aws.trust(role, oidc)
+ROLE = "arn:aws:iam::123456789012:role/codejury-review"
+
+
+def web_identity_env(tmp_path: Path, aws: FakeBedrock, oidc_token: str) -> dict[str, str]:
+    """What a CI job with an OIDC token and a role has: the token in a file, the role; STS and Bedrock on the fake."""
     token_file = tmp_path / "oidc-token"
-    token_file.write_text(oidc)
-    aws.script(SONNET, [final([])])
-    env = {
-        "AWS_ROLE_ARN": role,
+    token_file.write_text(oidc_token)
+    return {
+        "AWS_ROLE_ARN": ROLE,
         "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
         "AWS_REGION": aws.region,
         "AWS_ENDPOINT_URL_STS": aws.origin,
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": aws.origin,
     }
-    run = review(tmp_path, MODELS, env, "--fail-on", "never")
+
+
+def test_a_ci_job_s_oidc_token_becomes_a_role_s_credentials(tmp_path: Path, aws: FakeBedrock) -> None:
+    """GitLab's id_tokens (or GitHub's OIDC token) in a file, and the role: botocore's web identity provider asks
+    STS for temporary credentials, and every Bedrock request is signed with them."""
+    oidc = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwcm9qZWN0X3BhdGg6YWNtZS9hcHAifQ.c2lnbmF0dXJl"
+    aws.trust(ROLE, oidc)
+    aws.script(SONNET, [final([])])
+    run = review(tmp_path, MODELS, web_identity_env(tmp_path, aws, oidc), "--fail-on", "never")
     assert run.code == 0, run.err
     assert aws.refusals == [] and aws.requests
     issued = aws.temporary_credentials
@@ -194,18 +200,8 @@ def test_a_ci_job_s_oidc_token_becomes_a_role_s_credentials(tmp_path: Path, aws:
 
 
 def test_a_role_that_does_not_trust_the_token_is_refused_by_sts(tmp_path: Path, aws: FakeBedrock) -> None:
-    role = "arn:aws:iam::123456789012:role/codejury-review"
-    aws.trust(role, "the-token-the-role-trusts")
-    token_file = tmp_path / "oidc-token"
-    token_file.write_text("a-token-from-another-project")
-    env = {
-        "AWS_ROLE_ARN": role,
-        "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
-        "AWS_REGION": aws.region,
-        "AWS_ENDPOINT_URL_STS": aws.origin,
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": aws.origin,
-    }
-    run = review(tmp_path, MODELS, env)
+    aws.trust(ROLE, "the-token-the-role-trusts")
+    run = review(tmp_path, MODELS, web_identity_env(tmp_path, aws, "a-token-from-another-project"))
     assert run.code == 3 and run.out == ""
     assert {r.code for r in aws.refusals} == {"InvalidIdentityToken"} and aws.requests == []
     assert "a-token-from-another-project" not in run.err + run.events
