@@ -3,12 +3,14 @@ from the environment, against a resource on loopback that refuses what Azure ref
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from codejury_fakes.azure_openai import FakeAzureOpenAI
 from codejury_fakes.provider_wire import ErrorReply
+from codejury_fakes.routing_server import RoutingServer
 
 from codejury.models.pricing import PriceTable
 from tests.models.cloud_review import DECIDE, SQLI, final, review, serving
@@ -135,3 +137,16 @@ def test_the_api_version_and_endpoint_from_the_config_file_are_used(tmp_path: Pa
     run = review(tmp_path, config, {"AZURE_OPENAI_API_KEY": az.api_key}, "--fail-on", "never")
     assert run.code == 0, run.err
     assert {r.query for r in az.requests} == {"api-version=2025-04-01-preview"}
+
+
+def test_the_routing_document_moves_a_reviewer_to_another_deployment(tmp_path: Path, az: FakeAzureOpenAI) -> None:
+    az.script("sec-reviewer", [ErrorReply(500)])
+    az.script("sec-reviewer-previous", [final([SQLI])])
+    with RoutingServer() as routing:
+        routing.body = json.dumps({"reviewers": {"security": "azure:sec-reviewer-previous"}}).encode()
+        url = f"{routing.origin}/routing.json"
+        run = review(tmp_path, MODELS, env_of(az), "--remote-config", url, "--fail-on", "never")
+    assert run.code == 0, run.err
+    assert run.reviewer("security")["model"] == "azure:sec-reviewer-previous"
+    assert az.requests_for("sec-reviewer") == []
+    assert any(f["title"] == SQLI["title"] for f in run.review["findings"])
