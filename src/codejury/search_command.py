@@ -55,17 +55,9 @@ if TYPE_CHECKING:
     help="json: every step's list as data.",
 )
 @review_options("config_file", "plugins")
-def search_command(
-    query: str,
-    repo_dir: Path | None,
-    top: int,
-    explain: bool,
-    fmt: str,
-    config_file: Path | None,
-    plugins: tuple[str, ...],
-) -> None:
+def search_command(plugins: tuple[str, ...], **params: Any) -> None:
     """Search a repository's code as the reviewers' search_code does (BM25, vectors, rerank as configured)."""
-    text = exit_on_error(lambda: _search(query, repo_dir, top, explain, fmt, config_file, dict(os.environ), plugins))
+    text = exit_on_error(lambda: _search(**params, env=dict(os.environ), plugin_modules=plugins))
     click.echo(text)
 
 
