@@ -1,4 +1,8 @@
-"""Read the layered settings for one change (files from the base side, env, CLI).
+"""The one loader of the layered settings for one change (``config.LAYERS``): defaults, the config files read
+from the base side, ``--config``, the environment and the flags, each validated by ``config_schema.FileTable``
+and merged by ``config.merge_validated``; the routing document is applied later, at ``post_configure``. A
+review (``session``), the service's reviews and ``codejury eval`` read settings through ``load_review_settings``;
+``codejury stats``, ``search`` and ``learn`` through ``local_settings``.
 
 ``BASE_SIDE_FILES`` and ``BASE_SIDE_DIRS`` name everything codejury reads from the base side of
 a change (the config files here; the instructions, repository reviewers and rules that the
