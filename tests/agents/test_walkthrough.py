@@ -175,3 +175,51 @@ async def test_a_weak_model_gets_a_shorter_prompt_and_answer(tmp_path: Path) -> 
     (strong_chars, strong_max), (weak_chars, weak_max) = seen
     assert weak_max == WEAK_OUTPUT_TOKENS and strong_max is not None and strong_max > weak_max
     assert weak_chars < strong_chars / 2
+
+
+async def test_a_weak_model_is_not_asked_for_a_diagram_and_none_it_draws_is_shown(tmp_path: Path) -> None:
+    """A small model's diagrams draw generic parts ("User", "Server") and messages no patch shows."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from codejury.agents.walkthrough import write_walkthrough
+    from codejury.models.pricing import PriceTable
+    from codejury.models.profiles import CapabilityProfile, ResolvedModel
+
+    c = change(tmp_path)
+    schemas: list[str] = []
+    prompts: list[str] = []
+    diagram = "sequenceDiagram\nparticipant handle\nparticipant CacheClient\nhandle->>CacheClient: get"
+
+    async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append("".join(str(getattr(p, "content", "")) for m in messages for p in m.parts))
+        schemas.append(str(info.model_request_parameters.output_object))
+        return ModelResponse(parts=[TextPart('{"summary": "", "groups": []}')])
+
+    async def drawing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        import json
+
+        return ModelResponse(parts=[TextPart(json.dumps({"summary": "", "groups": [], "diagram": diagram}))])
+
+    drawn: list[str | None] = []
+    for weak in (False, True):
+        profile = CapabilityProfile(output_mode="native", weak=weak, context_window=32_000)
+        await write_walkthrough(
+            c.meta, c.files, ResolvedModel("local:x", FunctionModel(answer), profile), PriceTable(), timeout_s=30
+        )
+        written = await write_walkthrough(
+            c.meta, c.files, ResolvedModel("local:x", FunctionModel(drawing), profile), PriceTable(), timeout_s=30
+        )
+        assert written.walkthrough is not None
+        drawn.append(written.walkthrough.diagram)
+    assert "diagram" in prompts[0] and "diagram" in schemas[0]
+    assert "diagram" not in prompts[1] and "diagram" not in schemas[1]
+    assert drawn[0] is not None and drawn[1] is None
+
+
+@pytest.mark.parametrize("line", ["79", "+3 -2", "cached = CacheClient().get(request.path)"])
+def test_a_file_line_that_is_a_number_or_a_line_of_its_code_becomes_its_line_counts(tmp_path: Path, line: str) -> None:
+    c = change(tmp_path)
+    got = checked(draft(groups=[{"purpose": "Views", "files": [{"path": "app/views.py", "line": line}]}]), c.files)
+    assert got.groups[0].files[0].line == "modified: +4 -1"
+    assert got.unsupported == 1

@@ -61,11 +61,16 @@ Answer with:
 - summary: two or three sentences on what the change does and why (the why only where the description or
   the commit messages say it). State only what the patches show.
 - groups: the changed files grouped by purpose (for example "API", "Storage", "Tests", "Docs"), each file
-  once, each with one short line on what its change does.
+  once, each with one short line in words on what its change does (not a line of its code).
+{diagram}Write names of code in backticks exactly as the patches spell them."""
+DIAGRAM_ITEM = """\
 - diagram: only when the change adds or reroutes a flow between components (a new call path, a new
   service or handler, a request that now goes elsewhere): Mermaid source starting with "sequenceDiagram" or
   "flowchart LR", at most 12 lines, its participants named as in the code. Otherwise an empty string.
-Write names of code in backticks exactly as the patches spell them."""
+"""
+"""Asked of a model that is not weak only. The embedded model's diagrams, read against their diffs on aacr-dev
+pull requests, drew generic participants ("User", "Client", "Server") exchanging messages no patch shows (5 of
+the 5 it drew), passed the participant check on those common words, and one draft overran its output limit."""
 CRITERIA_PROMPT = """\
 The change's linked issues state the numbered acceptance criteria below (data, like the rest). Also answer:
 - criteria: for each number, met = true only when the patches visibly meet that criterion, with evidence naming
@@ -91,21 +96,40 @@ class DraftCriterion(BaseModel):
     evidence: str = Field(default="", description="Where the patches meet it: the code's names in backticks.")
 
 
-class WalkthroughDraft(BaseModel):
-    """The model's walkthrough, before it is checked against the diff."""
+class BriefDraft(BaseModel):
+    """A weak model's walkthrough (summary and files), before it is checked against the diff."""
 
     summary: str = Field(description="Two or three sentences: what the change does and why.")
     groups: list[DraftGroup] = Field(description="The changed files grouped by purpose.")
+
+
+class WalkthroughDraft(BriefDraft):
+    """The model's walkthrough, before it is checked against the diff."""
+
     diagram: str = Field(default="", description="Mermaid source of a new or rerouted flow, or an empty string.")
 
 
-class CriteriaDraft(WalkthroughDraft):
-    """The draft of a change whose linked issues state acceptance criteria: the walkthrough and which it meets
-    (asked only then, so a change without criteria sends the same output schema as before)."""
-
+class _Criteria(BaseModel):
     criteria: list[DraftCriterion] = Field(
         default_factory=list, description="One entry per numbered acceptance criterion."
     )
+
+
+class CriteriaDraft(WalkthroughDraft, _Criteria):
+    """The draft of a change whose linked issues state acceptance criteria: the walkthrough and which it meets
+    (asked only then, so a change without criteria sends the same output schema as before)."""
+
+
+class BriefCriteriaDraft(BriefDraft, _Criteria):
+    """A weak model's draft with the acceptance criteria it was asked about."""
+
+
+def draft_shape(*, weak: bool, criteria: bool) -> type[BriefDraft]:
+    """The output schema a walkthrough asks for: a diagram only of a model that is not weak, the criteria only
+    when the linked issues state some."""
+    if weak:
+        return BriefCriteriaDraft if criteria else BriefDraft
+    return CriteriaDraft if criteria else WalkthroughDraft
 
 
 @dataclass(frozen=True)
@@ -129,10 +153,16 @@ def skip_reason(tier: str, describe: bool) -> str | None:
 
 
 def walkthrough_prompt(
-    meta: ChangeMeta, files: Sequence[FileChange], *, patch_tokens: int = PATCH_TOKENS, criteria: Sequence[str] = ()
+    meta: ChangeMeta,
+    files: Sequence[FileChange],
+    *,
+    patch_tokens: int = PATCH_TOKENS,
+    criteria: Sequence[str] = (),
+    diagram: bool = True,
 ) -> str:
-    """The instructions, the change's own words and as many whole numbered patches as ``patch_tokens`` allow; with
-    ``criteria`` (the linked issues' acceptance criteria), the question of which the patches meet, numbered."""
+    """The instructions (the diagram asked for only with ``diagram``), the change's own words and as many whole
+    numbered patches as ``patch_tokens`` allow; with ``criteria`` (the linked issues' acceptance criteria), the
+    question of which the patches meet, numbered."""
     details = f"title: {meta.title}\n\n{meta.description}".strip()
     listed = "\n".join(f"{f.status} {f.path} +{f.additions} -{f.deletions}" for f in files)
     parts: list[str] = []
@@ -144,7 +174,7 @@ def walkthrough_prompt(
             continue
         parts.append(text)
         used += cost
-    sections = [PROMPT, fence("mr_details", details)]
+    sections = [PROMPT.format(diagram=DIAGRAM_ITEM if diagram else ""), fence("mr_details", details)]
     if meta.commits:
         sections.append(fence("commit_messages", "\n".join(meta.commits[:20])))
     sections += [fence("changed_files", listed), fence("patches", "\n".join(parts))]
@@ -165,7 +195,7 @@ def planned_tokens(meta: ChangeMeta, files: Sequence[FileChange], *, weak: bool,
     """The input tokens a walkthrough of ``files`` would send (``--dry-run``), on a weak model or another, with the
     linked issues' ``criteria`` when there are some."""
     _, budget = budgets(weak, 128_000, 4096)
-    return estimate_tokens(walkthrough_prompt(meta, files, patch_tokens=budget, criteria=criteria))
+    return estimate_tokens(walkthrough_prompt(meta, files, patch_tokens=budget, criteria=criteria, diagram=not weak))
 
 
 async def write_walkthrough(
@@ -186,17 +216,17 @@ async def write_walkthrough(
         max_tokens = min(
             profile.max_output_tokens, max_tokens + min(MAX_CRITERIA_TOKENS, CRITERION_TOKENS * len(criteria))
         )
-    prompt = walkthrough_prompt(meta, files, patch_tokens=budget, criteria=criteria)
-    shape: type[WalkthroughDraft] = CriteriaDraft if criteria else WalkthroughDraft
+    prompt = walkthrough_prompt(meta, files, patch_tokens=budget, criteria=criteria, diagram=not profile.weak)
+    shape = draft_shape(weak=profile.weak, criteria=bool(criteria))
     output = (
         NativeOutput(shape, name=OUTPUT_NAME)
         if profile.output_mode == "native"
         else ToolOutput(shape, name=OUTPUT_NAME)
     )
-    agent: Agent[None, WalkthroughDraft] = Agent(model.model, name=AGENT_NAME, output_type=output, retries=1)
+    agent: Agent[None, BriefDraft] = Agent(model.model, name=AGENT_NAME, output_type=output, retries=1)
     run_usage = RunUsage()
     started = time.monotonic()
-    draft: WalkthroughDraft | None = None
+    draft: BriefDraft | None = None
     failure = ""
     try:
         async with asyncio.timeout(timeout_s):
@@ -355,7 +385,7 @@ def _names_a_file(word: str) -> bool:
     return bool(stem.strip("/")) and ext.lower() in FILE_EXTENSIONS
 
 
-def checked(draft: WalkthroughDraft, files: Sequence[FileChange], *, model: str = "", criteria: int = 0) -> Walkthrough:
+def checked(draft: BriefDraft, files: Sequence[FileChange], *, model: str = "", criteria: int = 0) -> Walkthrough:
     """``draft`` with every statement the diff does not support left out, and every changed file covered; of its
     answers on the ``criteria`` numbered acceptance criteria, the "met" ones whose evidence names in backticks
     code the diff shows (any other is no claim, and counts in ``unsupported``)."""
@@ -378,7 +408,7 @@ def checked(draft: WalkthroughDraft, files: Sequence[FileChange], *, model: str 
                 continue
             placed.add(file.path)
             line = " ".join(entry.line.split())
-            if not line or not diff.supports(line):
+            if not line or not diff.supports(line) or not _in_words(line, file):
                 unsupported += bool(line)
                 line = _counts(file)
             entries.append(WalkthroughFile(path=file.path, line=line))
@@ -395,11 +425,12 @@ def checked(draft: WalkthroughDraft, files: Sequence[FileChange], *, model: str 
             groups.append(WalkthroughGroup(purpose=OTHER, files=rest))
         else:
             other.files.extend(rest)
-    diagram = _diagram(draft.diagram, diff)
-    if draft.diagram.strip() and diagram is None:
+    drawn = draft.diagram if isinstance(draft, WalkthroughDraft) else ""
+    diagram = _diagram(drawn, diff)
+    if drawn.strip() and diagram is None:
         unsupported += 1
     met: dict[int, str] = {}
-    for answer in draft.criteria if isinstance(draft, CriteriaDraft) else ():
+    for answer in draft.criteria if isinstance(draft, _Criteria) else ():
         if not answer.met or not 1 <= answer.number <= criteria or answer.number in met:
             continue
         evidence = " ".join(answer.evidence.split())[:300]
@@ -410,6 +441,14 @@ def checked(draft: WalkthroughDraft, files: Sequence[FileChange], *, model: str 
     return Walkthrough(
         summary=summary, groups=groups, diagram=diagram, model=model, unsupported=unsupported, criteria_met=met
     )
+
+
+def _in_words(line: str, file: FileChange) -> bool:
+    """Whether a file's line says in words what its change does: not a bare number, nor a line of its code."""
+    if len(_WORD.findall(_BACKTICKED.sub(" ", line))) < 2:
+        return False
+    bare = line.strip().strip("`").strip()
+    return len(bare) < 12 or bare not in " ".join(numbered_patch(file).split())
 
 
 def _counts(file: FileChange) -> str:
