@@ -316,23 +316,21 @@ def apply_environment(base: Settings, env: Mapping[str, str]) -> Settings:
 
 
 def check_provider(
-    settings: Settings, name: str, known_kinds: Mapping[str, bool], inherited_base_url: str | None
+    settings: Settings, name: str, known_kinds: Mapping[str, bool], kind: str, base_url: str | None
 ) -> None:
     """A configured provider's kind must be registered, and a kind that needs a base_url gets one.
 
-    ``known_kinds``: every registered provider kind → whether its providers need a ``base_url``.
+    ``known_kinds``: every registered provider kind → whether its providers need a ``base_url``; ``kind`` and
+    ``base_url``: the provider's own, or those of the built-in or plugin provider it is named after.
     """
-    provider = settings.providers[name]
-    if provider.kind not in known_kinds:
+    if kind not in known_kinds:
         raise ConfigError(
             f"{settings.origin(f'providers.{name}.kind')} must be one of {', '.join(known_kinds)} "
-            f"(got {provider.kind!r}); a plugin's kind needs its plugin loaded"
+            f"(got {kind!r}); a plugin's kind needs its plugin loaded"
         )
-    if known_kinds[provider.kind] and not (provider.base_url or inherited_base_url):
-        article = "an" if provider.kind[:1].lower() in "aeiou" else "a"
-        raise ConfigError(
-            f"{settings.origin(f'providers.{name}.base_url')} is required for {article} {provider.kind} provider"
-        )
+    if known_kinds[kind] and not base_url:
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise ConfigError(f"{settings.origin(f'providers.{name}.base_url')} is required for {article} {kind} provider")
 
 
 def check_embeddings_provider(settings: Settings, providers: Collection[str], registered: Collection[str]) -> None:

@@ -146,10 +146,12 @@ class ReviewerTable(_Table):
 class ProviderTable(_Table):
     """``[providers.NAME]``: declare a provider (a gateway, a team server) or override a built-in one."""
 
-    kind: Name = Field(
-        default="openai-compatible",
+    kind: Name | None = Field(
+        default=None,
         description="Wire protocol: openai, anthropic, openai-compatible (a base_url is required), local, "
-        "bedrock, vertex, azure, or a kind a plugin registers.",
+        "bedrock, vertex, azure, or a kind a plugin registers. Default: the kind of the built-in or plugin "
+        "provider the table is named after (openai, anthropic, bedrock, vertex, azure, ollama, ...), else "
+        "openai-compatible.",
     )
     base_url: HttpUrl | None = Field(default=None, description="Where the API lives; a built-in provider's by default.")
     api_key_env: EnvName | None = Field(

@@ -91,10 +91,11 @@ def run_configure(
 
 def provider_spec(name: str, p: ProviderSettings, base: ProviderSpec | None = None) -> ProviderSpec:
     """The provider ``[providers.NAME]`` declares, over ``base`` (the built-in or plugin provider of that name,
-    whose ``base_url`` and ``api_key_env`` it keeps where it sets none)."""
+    whose ``kind``, ``base_url`` and ``api_key_env`` it keeps where it sets none). A table with a new name and no
+    ``kind`` declares an OpenAI-compatible server."""
     return ProviderSpec(
         name=name,
-        kind=p.kind,
+        kind=p.kind or (base.kind if base else "openai-compatible"),
         base_url=p.base_url or (base.base_url if base else None),
         api_key_env=p.api_key_env or (base.api_key_env if base else None),
         enabled=p.enabled,
@@ -114,10 +115,9 @@ def assemble(settings: Settings, into: Contributions, notices: Iterable[str] = (
     """Build the ReviewConfig from the user's settings and the plugins' contributions."""
     kinds = into.model_kinds or _builtin_model_kinds()
     needs_base_url = {name: kind.needs_base_url for name, kind in kinds.items()}
-    for name in settings.providers:
-        base = into.providers.get(name)
-        check_provider(settings, name, needs_base_url, base.base_url if base else None)
     providers = configured_providers(settings, into.providers)
+    for name in settings.providers:
+        check_provider(settings, name, needs_base_url, providers[name].kind, providers[name].base_url)
     check_reviewer_names(settings, into.reviewers)  # --model-for / [reviewers.NAME] name a real reviewer
     check_embeddings_provider(settings, providers, into.embeddings)  # [retrieval] embeddings_model's NAME
     reviewers = {n: s for n, s in into.reviewers.items() if n not in settings.disabled_reviewers}
