@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Annotated, Any, Literal, cast, get_origin
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
@@ -84,6 +85,17 @@ def _http_url(value: str) -> str:
     return value.strip()
 
 
+def _url_template(value: str) -> str:
+    text = value.strip()
+    if not is_http_url(text):
+        raise _expected("an http:// or https:// URL template, e.g. https://jira.example.com/rest/api/2/issue/{key}")
+    if text.count("{key}") != 1:
+        raise _expected("a URL template with {key} exactly once, where the issue's key goes")
+    if "{key}" in urlsplit(text).netloc:
+        raise _expected("a URL template with {key} in its path or query, not in its host")
+    return text
+
+
 def _env_name(value: str) -> str:
     if not _ENV_NAME.match(value):
         raise _expected("the name of an environment variable (letters, digits, '_')")
@@ -110,6 +122,8 @@ FailbackTarget = Annotated[
 UrlOrOff = Annotated[str | None, AfterValidator(_none_if_empty)]
 AS_TUPLE = BeforeValidator(_as_tuple)
 HttpUrl = Annotated[str, AfterValidator(_http_url), TypeLabel("http(s) URL")]
+UrlTemplate = Annotated[str, AfterValidator(_url_template), TypeLabel("http(s) URL template with {key}")]
+"""A URL kept as the user wrote it, ``{key}`` included (once, after the host), to be filled in per issue."""
 EnvName = Annotated[str, AfterValidator(_env_name), TypeLabel("environment variable name")]
 ProviderName = Annotated[str, AfterValidator(_provider_name), TypeLabel("provider name")]
 Name = Annotated[str, Field(min_length=1), TypeLabel("name")]
@@ -456,7 +470,7 @@ class SettingKeys(_Table):
         "in the merge request's description between codejury's markers (the author's text kept), or in the summary "
         "comment, with a note, where the token may not edit the description.",
     )
-    issue_tracker_url: HttpUrl | None = Field(
+    issue_tracker_url: UrlTemplate | None = Field(
         default=None,
         description="A URL template with {key} where issues of another tracker are read as JSON (e.g. "
         "https://jira.example.com/rest/api/2/issue/{key}): keys such as ABC-123 in the change's title, description, "

@@ -16,7 +16,7 @@ from codejury_fakes.github import FakeGitHub
 from codejury_fakes.jira import FakeJira, document
 
 from codejury.change.intent import MAX_LINKED, tracker_keys
-from codejury.change.tracker import document_text, issue_url, template_of
+from codejury.change.tracker import document_text, issue_url
 from codejury.change.types import ChangeMeta
 from tests.forges.scripted_cli import scripted_review
 from tests.forges.test_github_bot import ACTIONS, pr_url
@@ -39,7 +39,7 @@ def test_keys_are_found_in_title_description_branch_and_commits_but_not_standard
 
 
 def test_a_key_never_moves_the_request_off_the_templates_host() -> None:
-    template = template_of("https://jira.example.com/rest/api/2/issue/%7Bkey%7D?fields=summary,description")
+    template = "https://jira.example.com/rest/api/2/issue/{key}?fields=summary,description"
     assert (
         issue_url(template, "SHOP-12") == "https://jira.example.com/rest/api/2/issue/SHOP-12?fields=summary,description"
     )

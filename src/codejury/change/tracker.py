@@ -11,7 +11,6 @@ refused token (401/403) or a tracker that does not answer stops the reading ther
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -25,11 +24,6 @@ TIMEOUT_S = 10.0
 MAX_BYTES = 1_000_000
 """An answer larger than this is not read (an issue is a few kilobytes)."""
 _BLOCK_BREAK = frozenset({"paragraph", "heading", "blockquote", "codeBlock", "rule", "panel", "listItem", "taskItem"})
-
-
-def template_of(url: str) -> str:
-    """The template as written: a parsed URL spells ``{key}`` as ``%7Bkey%7D``."""
-    return re.sub(r"%7[Bb]key%7[Dd]", "{key}", url)
 
 
 def issue_url(template: str, key: str) -> str | None:
@@ -92,7 +86,6 @@ async def read_tracker_issues(
 ) -> tuple[list[LinkedIssue], list[str]]:
     """The issues ``keys`` name, read from ``template`` with ``token`` (None: no credential sent), and one note for
     each that could not be read (one for all the keys left when the tracker refuses the token or does not answer)."""
-    template = template_of(template)
     issues: list[LinkedIssue] = []
     notes: list[str] = []
     headers = {"accept": "application/json", "user-agent": "codejury"}
