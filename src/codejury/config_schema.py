@@ -478,8 +478,9 @@ class SettingKeys(_Table):
     )
     issue_tracker_token_env: EnvName | None = Field(
         default=None,
-        description="The environment variable that holds issue_tracker_url's token, sent as a bearer token to that "
-        "host only (the forge's token never goes there).",
+        description="The environment variable that holds issue_tracker_url's token, sent to that host only (the "
+        "forge's token never goes there): email:api_token (Jira Cloud) as basic auth, anything else (a Jira Data "
+        "Center personal access token) as a bearer token.",
     )
     max_unproven: int = Field(
         default=1,

@@ -137,7 +137,8 @@ def test_a_refused_token_and_an_unknown_key_are_one_note_each_and_the_review_goe
     assert "<linked_issues>" not in prompt
     refused = [n for n in data["notes"] if "refused the token" in n]
     assert refused == [
-        "the issue tracker refused the token (401; check the variable JIRA_TOKEN): SHOP-1, SHOP-2 not read"
+        "the issue tracker refused the token (401, sent as a bearer token; check the variable JIRA_TOKEN): "
+        "SHOP-1, SHOP-2 not read"
     ]
     assert "wrong" not in json.dumps(data["notes"])
     assert [r.authorization for r in jira.requests][-1] == "wrong"  # one request: the refusal stops the reading

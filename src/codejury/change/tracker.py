@@ -1,8 +1,9 @@
 """Issues of another tracker (Jira and the like), read by key through ``issue_tracker_url``.
 
-``read_tracker_issues`` reads each key from the URL template (``{key}`` replaced, URL-quoted) with
-``Authorization: Bearer <token>`` sent to the template's own host only: a URL that would leave it is not read,
-redirects are not followed, and the forge's token never goes there. The answer is read as Jira's REST API gives it:
+``read_tracker_issues`` reads each key from the URL template (``{key}`` replaced, URL-quoted) with the token sent
+as Jira takes it (``authorization_header``: ``email:api_token`` as basic auth for Jira Cloud, anything else as a
+bearer personal access token for Jira Data Center and Server) to the template's own host only: a URL that would
+leave it is not read, redirects are not followed, and the forge's token never goes there. The answer is read as Jira's REST API gives it:
 ``fields.summary`` for the title and ``fields.description`` for the body, as text (REST v2) or as an Atlassian
 Document Format tree (REST v3), whose text nodes are joined into lines (a list item as ``- ``, a task item as
 ``- [ ]`` or ``- [x]``, so acceptance criteria read as they do on the page). What cannot be read is one note: a
@@ -11,6 +12,7 @@ refused token (401/403) or a tracker that does not answer stops the reading ther
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -24,6 +26,15 @@ TIMEOUT_S = 10.0
 MAX_BYTES = 1_000_000
 """An answer larger than this is not read (an issue is a few kilobytes)."""
 _BLOCK_BREAK = frozenset({"paragraph", "heading", "blockquote", "codeBlock", "rule", "panel", "listItem", "taskItem"})
+
+
+def authorization_header(token: str) -> str:
+    """``Basic`` with ``token`` base64-encoded when it is Jira Cloud's ``email:api_token`` (a colon with an ``@``
+    before it and something after it), else ``Bearer`` with ``token`` (a Data Center personal access token)."""
+    user, colon, secret = token.partition(":")
+    if colon and "@" in user and secret:
+        return "Basic " + base64.b64encode(token.encode()).decode()
+    return f"Bearer {token}"
 
 
 def issue_url(template: str, key: str) -> str | None:
@@ -90,8 +101,8 @@ async def read_tracker_issues(
     notes: list[str] = []
     headers = {"accept": "application/json", "user-agent": "codejury"}
     if token:
-        headers["authorization"] = f"Bearer {token}"
-    where = f"the variable {token_env}" if token_env else "issue_tracker_token_env"
+        headers["authorization"] = authorization_header(token)
+    refused = _refusal_hint(token, token_env)
     client = httpx2.AsyncClient(
         headers=headers, timeout=TIMEOUT_S, follow_redirects=False, transport=transport, verify=tls_context()
     )
@@ -112,7 +123,7 @@ async def read_tracker_issues(
             if response.status_code in (401, 403):
                 left = ", ".join(keys[index:])
                 notes.append(
-                    f"the issue tracker refused the token ({response.status_code}; check {where}): {left} not read"
+                    f"the issue tracker refused the token ({response.status_code}, {refused}): {left} not read"
                 )
                 break
             if response.status_code != 200:
@@ -125,6 +136,15 @@ async def read_tracker_issues(
                 continue
             issues.append(LinkedIssue(ref=key, title=found[0], body=found[1], url=_browse_url(template, key)))
     return issues, notes
+
+
+def _refusal_hint(token: str | None, token_env: str | None) -> str:
+    """How the token went (never what it is) and where it comes from, for the note of a refusal."""
+    where = f"the variable {token_env}" if token_env else "issue_tracker_token_env"
+    if not token:
+        return f"none was sent; set {where}"
+    how = "basic auth (email:api_token)" if authorization_header(token).startswith("Basic ") else "a bearer token"
+    return f"sent as {how}; check {where}"
 
 
 def _fields_of(response: httpx2.Response) -> tuple[str, str] | None:

@@ -1,19 +1,24 @@
-"""A fake Jira on 127.0.0.1: issues by key over REST v2 and v3, behind a bearer token.
+"""A fake Jira on 127.0.0.1: issues by key over REST v2 and v3, behind Jira Data Center's bearer personal access
+token or, given an ``email``, Jira Cloud's basic auth with ``email:api_token``.
 
-    with FakeJira(token="jira-secret") as jira:
+    with FakeJira(token="jira-secret") as jira:                      # Data Center: Authorization: Bearer jira-secret
+    with FakeJira(token="api-token", email="ann@example.com") as jira:  # Cloud: Basic base64(ann@example.com:api-token)
+
         jira.add_issue("SHOP-12", "Export orders", "Acceptance criteria:\\n- [ ] commas are escaped")
         template = jira.url_template(version=3)   # http://127.0.0.1:PORT/rest/api/3/issue/{key}
 
 ``GET /rest/api/2/issue/{key}`` answers ``fields.description`` as text (Jira Server, REST v2);
 ``/rest/api/3/issue/{key}`` as an Atlassian Document Format tree (Jira Cloud, REST v3): paragraphs, headings
 (``## ...``), bullet lists (``- ...``) and task lists (``- [ ] ...`` / ``- [x] ...``) built from the text given.
-It refuses as Jira does: no ``Authorization`` header or a wrong token is a 401, a key it does not hold is a 404
+It refuses as Jira does: no ``Authorization`` header, a wrong token, or the other mode's scheme (a bearer token on
+Cloud, basic auth on Data Center) is a 401; a key it does not hold is a 404
 with Jira's ``errorMessages``. ``requests`` records every request (path and whether it carried the right token,
 never the header itself) so a test can tell which host got which credential.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -33,6 +38,8 @@ class JiraRequest:
     authorization: str
     """``none``, ``right`` or ``wrong``: what the request's credential was, never its value."""
     status: int
+    scheme: str = ""
+    """The ``Authorization`` header's scheme as sent (``bearer``, ``basic``; empty without one)."""
 
 
 def document(text: str) -> dict[str, Any]:
@@ -75,12 +82,16 @@ def _append_item(content: list[dict[str, Any]], kind: str, item: dict[str, Any])
 
 
 class FakeJira(LoopbackServer):
-    """Jira's issue endpoint (v2 and v3) with a bearer token; see the module docstring."""
+    """Jira's issue endpoint (v2 and v3) with a bearer token, or basic auth when an ``email`` is given (Jira Cloud);
+    see the module docstring."""
 
     thread_name = "fake-jira"
 
-    def __init__(self, *, token: str = "jira-token") -> None:
+    def __init__(self, *, token: str = "jira-token", email: str | None = None) -> None:
         self.token = token
+        self.email = email
+        pair = f"{email}:{token}".encode()
+        self._accepted = f"Basic {base64.b64encode(pair).decode()}" if email else f"Bearer {token}"
         self._issues: dict[str, tuple[str, str]] = {}
         self._requests: list[JiraRequest] = []
         self._lock = threading.Lock()
@@ -109,10 +120,11 @@ class FakeJira(LoopbackServer):
 
     def _answer(self, target: str, authorization: str | None) -> tuple[int, Any]:
         path = unquote(urlsplit(target).path)
-        given = "none" if not authorization else "right" if authorization == f"Bearer {self.token}" else "wrong"
+        given = "none" if not authorization else "right" if authorization == self._accepted else "wrong"
         status, body = self._issue(path, given)
+        scheme = (authorization or "").partition(" ")[0].lower()
         with self._lock:
-            self._requests.append(JiraRequest(path, given, status))
+            self._requests.append(JiraRequest(path, given, status, scheme))
         return status, body
 
     def _issue(self, path: str, given: str) -> tuple[int, Any]:
