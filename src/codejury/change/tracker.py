@@ -1,12 +1,12 @@
 """Issues of another tracker (Jira and the like), read by key through ``issue_tracker_url``.
 
-``read_tracker_issues`` reads each key from the URL template (``{key}`` replaced, URL-quoted) with the token sent
-as Jira takes it (``authorization_header``: ``email:api_token`` as basic auth for Jira Cloud, anything else as a
-bearer personal access token for Jira Data Center and Server) to the template's own host only: a URL that would
-leave it is not read, redirects are not followed, and the forge's token never goes there. The answer is read as Jira's REST API gives it:
-``fields.summary`` for the title and ``fields.description`` for the body, as text (REST v2) or as an Atlassian
-Document Format tree (REST v3), whose text nodes are joined into lines (a list item as ``- ``, a task item as
-``- [ ]`` or ``- [x]``, so acceptance criteria read as they do on the page). What cannot be read is one note: a
+``read_tracker_issues`` reads each key from the URL template (``{key}`` replaced, URL-quoted) with the token sent as
+Jira takes it (``authorization_header``: ``email:api_token`` as basic auth for Jira Cloud, anything else as a bearer
+personal access token for Jira Data Center and Server) to the template's own host only: a URL that would leave it is
+not read, redirects are not followed, and the forge's token never goes there. The answer is read as Jira's REST API
+gives it: ``fields.summary`` for the title and ``fields.description`` for the body, as text (REST v2) or as an
+Atlassian Document Format tree (REST v3), whose text nodes are joined into lines (a list item as ``- ``, a task item
+as ``- [ ]`` or ``- [x]``, so acceptance criteria read as they do on the page). What cannot be read is one note: a
 refused token (401/403) or a tracker that does not answer stops the reading there, with one note for the keys left.
 """
 
