@@ -82,12 +82,17 @@ def test_text_between_forged_markers_is_no_longer_the_authors_only_if_it_matches
 
 
 def _github_review(  # noqa: F811
-    gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, token: str, *config_lines: str
+    gh: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    token: str,
+    *config_lines: str,
+    describe_in: str = "description",
 ) -> tuple[int, str]:
     monkeypatch.setenv("GITHUB_TOKEN", token)
     monkeypatch.setenv("CODEJURY_GITHUB_URL", gh.api_url)
     config = tmp_path / "describe.toml"
-    config.write_text('analyzers = false\ndescribe_in = "description"\n' + "".join(config_lines), encoding="utf-8")
+    config.write_text(f'analyzers = false\ndescribe_in = "{describe_in}"\n' + "".join(config_lines), encoding="utf-8")
     code, _, err, _ = scripted_review(monkeypatch, ["--url", pr_url(gh, 21), "--publish", "--config", str(config)], [])
     return code, err
 
@@ -142,11 +147,13 @@ def test_a_github_token_that_may_not_edit_the_description_keeps_the_walkthrough_
 # -- GitLab ------------------------------------------------------------------------------------------------------
 
 
-def _gitlab_review(gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, token: str) -> tuple[int, str]:  # noqa: F811
+def _gitlab_review(  # noqa: F811
+    gl: FakeGitLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, token: str, *config_lines: str
+) -> tuple[int, str]:
     monkeypatch.setenv("CODEJURY_GITLAB_TOKEN", token)
     monkeypatch.setenv("CODEJURY_GITLAB_URL", gl.url)
     config = tmp_path / "describe.toml"
-    config.write_text('analyzers = false\ndescribe_in = "description"\n', encoding="utf-8")
+    config.write_text('analyzers = false\ndescribe_in = "description"\n' + "".join(config_lines), encoding="utf-8")
     code, _, err, _ = scripted_review(monkeypatch, ["--url", url(gl, 21), "--publish", "--config", str(config)], [])
     return code, err
 

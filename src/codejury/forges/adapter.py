@@ -92,6 +92,8 @@ class ForgeAdapter(Generic[TargetT, ClientT]):
         self.break_glass_ignored: tuple[str, ...] = ()
         self.read_only: str | None = None
         """Why nothing can be posted (the review stays in the job's log), or None."""
+        self.described_commit = ""
+        """The commit codejury's walkthrough block in the description names, as ``load_change`` read it ("": none)."""
         self._previous_read: PreviousState | None = None
         self._head_side: HeadSide | None = None
         self.api: ClientT = api if api is not None else self._client()

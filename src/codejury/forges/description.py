@@ -37,6 +37,7 @@ _START = re.compile(r"<!-- codejury:walkthrough v1 (?P<digest>[0-9a-f]{16}) -->"
 END = "<!-- /codejury:walkthrough -->"
 IN_DESCRIPTION = "The walkthrough of this change is in its description."
 """The summary comment's one line when the walkthrough went to the description."""
+_COMMIT = re.compile(r"<sub>codejury · walkthrough of commit `(?P<sha>[0-9a-f]{7,64})`</sub>")
 
 
 def digest(text: str) -> str:
@@ -67,6 +68,22 @@ def block_span(description: str) -> tuple[int, int] | None:
         if _START.search(inner) is None and digest(inner) == start["digest"]:
             found = (start.start(), end + len(END))
     return found
+
+
+def described_commit(description: str) -> str:
+    """The commit (its first 12 digits) that codejury's block in ``description`` names; "" without a block or a
+    commit in it."""
+    span = block_span(description)
+    found = _COMMIT.search(description, span[0], span[1]) if span is not None else None
+    return found["sha"] if found is not None else ""
+
+
+def earlier_walkthrough_notice(described: str, head_sha: str) -> str | None:
+    """The summary's one line when the description's walkthrough (of commit ``described``) is of another commit
+    than ``head_sha``, the one this review describes; None when it is of this one or there is none."""
+    if not described or head_sha.startswith(described):
+        return None
+    return f"The walkthrough in the description describes an earlier commit, {inline_code(described)}, not this one."
 
 
 def with_walkthrough(description: str, block: str) -> str:

@@ -178,6 +178,8 @@ class Forge(Protocol):
     """Who asked for break glass without the access to."""
     read_only: str | None
     """Why nothing is posted (the token cannot write), or None."""
+    described_commit: str
+    """The commit codejury's walkthrough block in the description names, read by ``load_change`` ("": none)."""
 
     async def __aenter__(self) -> Self: ...
 

@@ -12,7 +12,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from codejury.change.types import FileChange
 from codejury.findings import Plan, Review
-from codejury.forges.description import IN_DESCRIPTION, walkthrough_block
+from codejury.forges.description import IN_DESCRIPTION, earlier_walkthrough_notice, walkthrough_block
 from codejury.forges.plan import Forge, PreviousState
 from codejury.record.events import EventLog
 
@@ -62,14 +62,19 @@ class ForgePublisher:
     async def _place_walkthrough(self, review: Review) -> tuple[Review, tuple[str, ...]]:
         """With ``describe_in = "description"``: the walkthrough written in the description, and the review whose
         summary carries one line pointing there; where the token may not edit the description, the review as it is
-        (the walkthrough in the summary) and a line saying why."""
-        if self.describe_in != "description" or review.walkthrough is None or self.forge.read_only:
-            return review, ()
-        refused = await self.forge.place_walkthrough(walkthrough_block(review.walkthrough, self.forge.head_sha))
+        (the walkthrough in the summary) and a line saying why. Where this review's walkthrough does not replace a
+        block an earlier push left in the description (no walkthrough this time, ``describe_in = "comment"``, a
+        refusal), a line naming the commit that block describes."""
+        forge = self.forge
+        earlier = earlier_walkthrough_notice(forge.described_commit, forge.head_sha)
+        stale = (earlier,) if earlier else ()
+        if self.describe_in != "description" or review.walkthrough is None or forge.read_only:
+            return review, stale
+        refused = await forge.place_walkthrough(walkthrough_block(review.walkthrough, forge.head_sha))
         if refused is None:
             return review.model_copy(update={"walkthrough": None}), (IN_DESCRIPTION,)
         self.say(f"warning: the walkthrough stays in the summary comment: {refused}")
-        return review, (f"The walkthrough is in this comment, not in the description: {refused}.",)
+        return review, (f"The walkthrough is in this comment, not in the description: {refused}.", *stale)
 
     def _earlier(self, now: Mapping[str, str]) -> dict[str, str]:
         """What became of each finding the last review published: fingerprint → open, fixed or dismissed."""

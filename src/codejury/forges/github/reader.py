@@ -22,7 +22,7 @@ from codejury.change.intent import read_linked
 from codejury.change.types import BaseReader, ChangeMeta, ChangeSet, PrefetchedBase
 from codejury.checkout.cache import Remote
 from codejury.forges.adapter import human_comments, resolved_by_human, thread_replies
-from codejury.forges.description import without_walkthrough
+from codejury.forges.description import described_commit, without_walkthrough
 from codejury.forges.errors import ForgeAuthError
 from codejury.forges.github.api import GitHubRefused, IssueComment, ReviewComment, ReviewThread
 from codejury.forges.github.api import Review as GitHubReview
@@ -64,6 +64,7 @@ class PullRequestReader:
         repo, number = pull.target.repo, pull.target.number
         pr = await pull.api.pull_request(repo, number)
         pull.opened(pr.head_sha, pr.html_url)
+        pull.described_commit = described_commit(pr.body)
         fork = bool(pr.head_repo) and bool(pr.base_repo) and pr.head_repo != pr.base_repo
         if fork and pull.target.in_ci and pull.env.get("GITHUB_EVENT_NAME") == "pull_request":
             pull.read_only = pull.read_only or FORK_REASON

@@ -28,7 +28,7 @@ from codejury.change.types import ChangeMeta, ChangeSet, FileChange, PrefetchedB
 from codejury.checkout.cache import Remote
 from codejury.errors import InputError
 from codejury.forges.adapter import human_comments, resolved_by_human, thread_replies
-from codejury.forges.description import without_walkthrough
+from codejury.forges.description import described_commit, without_walkthrough
 from codejury.forges.errors import ForgeError
 from codejury.forges.gitlab.merge_request import CONCURRENCY, MergeRequestState
 from codejury.forges.gitlab.types import Discussion, GitLabUser, MRDiff
@@ -95,6 +95,7 @@ class MergeRequestReader:
         pull = self.pull
         project, iid = pull.target.project, pull.target.iid
         pull.mr = mr = await pull.api.merge_request(project, iid)
+        pull.described_commit = described_commit(mr.description)
         pull.refs = await pull.api.latest_version(project, iid)
         base_sha = pull.refs.base_sha
         async with _first_error() as tg:
