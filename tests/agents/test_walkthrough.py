@@ -223,3 +223,18 @@ def test_a_file_line_that_is_a_number_or_a_line_of_its_code_becomes_its_line_cou
     got = checked(draft(groups=[{"purpose": "Views", "files": [{"path": "app/views.py", "line": line}]}]), c.files)
     assert got.groups[0].files[0].line == "modified: +4 -1"
     assert got.unsupported == 1
+
+
+def test_a_sentence_naming_one_piece_of_code_again_and_again_is_left_out(tmp_path: Path) -> None:
+    c = change(tmp_path)
+    looping = "It improves `CacheClient`, `handle`, `CacheClient`, `handle`, `CacheClient`."
+    got = checked(draft(summary=f"Adds a cache in front of `handle`. {looping}"), c.files)
+    assert got.summary == "Adds a cache in front of `handle`."
+    assert got.unsupported == 1
+
+
+def test_a_file_line_copied_from_another_files_code_becomes_its_line_counts(tmp_path: Path) -> None:
+    c = change(tmp_path)
+    line = "cached = CacheClient().get(request.path)"  # app/views.py's code, given as README.md's line
+    got = checked(draft(groups=[{"purpose": "Docs", "files": [{"path": "README.md", "line": line}]}]), c.files)
+    assert got.groups[0].files[0].line == "modified: +1 -1"

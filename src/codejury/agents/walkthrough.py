@@ -275,6 +275,8 @@ class _Diff:
     paths: dict[str, FileChange]
     text: str
     lower: str
+    flat: str
+    """The text with its runs of whitespace made one space (to find a line of code copied as a description)."""
 
     @classmethod
     def of(cls, files: Sequence[FileChange]) -> _Diff:
@@ -284,7 +286,7 @@ class _Diff:
             if f.old_path:
                 paths.setdefault(f.old_path, f)
         text = "\n".join([*paths, *(numbered_patch(f) for f in files)])
-        return cls(paths, text, text.lower())
+        return cls(paths, text, text.lower(), " ".join(text.split()))
 
     def file(self, named: str) -> FileChange | None:
         """The changed file ``named`` means: its path, or the one changed path that ends with it."""
@@ -392,7 +394,7 @@ def checked(draft: BriefDraft, files: Sequence[FileChange], *, model: str = "", 
     diff = _Diff.of(files)
     unsupported = 0
     sentences = [s.strip() for s in _SENTENCE_END.split(" ".join(draft.summary.split())) if s.strip()]
-    kept = [s for s in sentences if diff.supports(s)]
+    kept = [s for s in sentences if diff.supports(s) and not _repeats(s)]
     unsupported += len(sentences) - len(kept)
     summary = " ".join(kept) or _plain_summary(files)
     groups: list[WalkthroughGroup] = []
@@ -408,7 +410,7 @@ def checked(draft: BriefDraft, files: Sequence[FileChange], *, model: str = "", 
                 continue
             placed.add(file.path)
             line = " ".join(entry.line.split())
-            if not line or not diff.supports(line) or not _in_words(line, file):
+            if not line or not diff.supports(line) or not _in_words(line, diff):
                 unsupported += bool(line)
                 line = _counts(file)
             entries.append(WalkthroughFile(path=file.path, line=line))
@@ -443,12 +445,18 @@ def checked(draft: BriefDraft, files: Sequence[FileChange], *, model: str = "", 
     )
 
 
-def _in_words(line: str, file: FileChange) -> bool:
-    """Whether a file's line says in words what its change does: not a bare number, nor a line of its code."""
+def _in_words(line: str, diff: _Diff) -> bool:
+    """Whether a file's line says in words what its change does: not a bare number, nor a line of the diff's code."""
     if len(_WORD.findall(_BACKTICKED.sub(" ", line))) < 2:
         return False
     bare = line.strip().strip("`").strip()
-    return len(bare) < 12 or bare not in " ".join(numbered_patch(file).split())
+    return len(bare) < 12 or bare not in diff.flat
+
+
+def _repeats(sentence: str) -> bool:
+    """A sentence that names one piece of code three times or more: a small model's output running in a loop."""
+    names = [n.strip() for n in _BACKTICKED.findall(sentence)]
+    return any(names.count(n) >= 3 for n in set(names))
 
 
 def _counts(file: FileChange) -> str:
