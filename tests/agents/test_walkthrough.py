@@ -214,7 +214,23 @@ async def test_a_weak_model_is_not_asked_for_a_diagram_and_none_it_draws_is_show
         drawn.append(written.walkthrough.diagram)
     assert "diagram" in prompts[0] and "diagram" in schemas[0]
     assert "diagram" not in prompts[1] and "diagram" not in schemas[1]
+    assert "groups" not in prompts[1] and "groups" not in schemas[1]
     assert drawn[0] is not None and drawn[1] is None
+
+
+def test_a_weak_models_summary_comes_with_its_files_grouped_by_kind_and_counted(tmp_path: Path) -> None:
+    from codejury.agents.walkthrough import BriefDraft
+
+    files = {"app/views.py": ("a\n", "b\n"), "tests/test_views.py": ("a\n", "t\n"), "docs/x.md": ("a\n", "d\n")}
+    c = make_change(tmp_path, {**files, "pyproject.toml": ("a\n", "[x]\n")})
+    got = checked(BriefDraft(summary="Changes `app/views.py`."), c.files)
+    assert [(g.purpose, [(f.path, f.line) for f in g.files]) for g in got.groups] == [
+        ("Code", [("app/views.py", "modified: +1 -1")]),
+        ("Tests", [("tests/test_views.py", "modified: +1 -1")]),
+        ("Docs", [("docs/x.md", "modified: +1 -1")]),
+        ("Build and configuration", [("pyproject.toml", "modified: +1 -1")]),
+    ]
+    assert got.summary == "Changes `app/views.py`." and got.unsupported == 0
 
 
 @pytest.mark.parametrize("line", ["79", "+3 -2", "cached = CacheClient().get(request.path)"])
