@@ -304,3 +304,20 @@ def test_fail_below_parses_metrics_and_gates_on_missing_values() -> None:
     assert gate({"f1": 0.31}, {"f1": 0.3}) == 0
     assert gate({"f1": 0.29}, {"f1": 0.3}) == 1
     assert gate({"f1": 0.5}, {"judged_f1": 0.1}) == 1  # asked to gate on a score that was not computed
+
+
+def test_the_walkthroughs_time_is_read_from_each_review_and_set_against_the_rest() -> None:
+    from codejury.eval.runner import parse_review
+
+    reviews = [
+        {"verdict": "approved", "walkthrough": {"summary": "s", "usage": {"duration_s": 30.0}}},
+        {"verdict": "approved", "walkthrough": {"summary": "s", "usage": {"duration_s": 10.0}}},
+        {"verdict": "approved"},  # no walkthrough (trivial, or its model failed): not in the walkthrough figures
+    ]
+    runs = [parse_review(f"c{i}", r, wall, {}) for i, (r, wall) in enumerate(zip(reviews, (130.0, 60.0, 40.0)))]
+    cases = [_case(f"c{i}", "Go") for i in range(3)]
+    overall = overall_json(cases, runs)
+    assert [r.walkthrough_s for r in runs] == [30.0, 10.0, 0.0]
+    assert overall["walkthrough_p50_s"] == 10.0
+    assert overall["walkthrough_added_p50"] == 0.2  # 10 s over 50 s, and 30 s over 100 s: nearest rank
+    assert "walkthrough time over the rest of the review" in render(report_json(cases, runs))

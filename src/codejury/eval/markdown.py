@@ -22,6 +22,8 @@ ROWS: list[tuple[str, str, str]] = [
     ("wall_p50_s", "wall time per case p50 (s)", "number"),
     ("wall_p90_s", "wall time per case p90 (s)", "number"),
     ("wall_total_s", "wall time, all cases (s)", "number"),
+    ("walkthrough_p50_s", "walkthrough time per case p50 (s)", "number"),
+    ("walkthrough_added_p50", "walkthrough time over the rest of the review, p50", "ratio"),
 ]
 
 

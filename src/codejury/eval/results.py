@@ -56,6 +56,8 @@ class CaseRun(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     wall_s: float = 0.0
+    walkthrough_s: float = 0.0
+    """The walkthrough's share of ``wall_s`` (0: none was written)."""
     error: str | None = None
     accepted: list[tuple[int, int]] | None = None
     """(finding, expected) pairs a judge model accepted as the same problem; None without --judge."""
@@ -95,6 +97,7 @@ def case_json(case: EvalCase, run: CaseRun, s: CaseScore) -> dict[str, Any]:
         "tokens": run.input_tokens + run.output_tokens,
         "cost_usd": round(run.cost_usd, 6),
         "wall_s": round(run.wall_s, 2),
+        "walkthrough_s": round(run.walkthrough_s, 2),
         "matches": [_pair(case.expected[m.expected], run.findings[m.finding]) for m in s.matches],
         "found": [f.model_dump() for f in run.findings],
     }
@@ -146,6 +149,15 @@ def overall_json(cases: Sequence[EvalCase], runs: Sequence[CaseRun]) -> dict[str
         "wall_p50_s": percentile(walls, 50),
         "wall_p90_s": percentile(walls, 90),
         "wall_total_s": round(sum(r.wall_s for r in runs), 2),
+        "walkthrough_p50_s": percentile([r.walkthrough_s for r in runs if r.error is None and r.walkthrough_s], 50),
+        "walkthrough_added_p50": percentile(
+            [
+                round(r.walkthrough_s / (r.wall_s - r.walkthrough_s), 4)
+                for r in runs
+                if r.error is None and r.walkthrough_s and r.wall_s > r.walkthrough_s
+            ],
+            50,
+        ),
         "by_language": _by_language(cases, scores),
         "by_category": _recall_rows(category_recall(scores)),
         "by_backing": _by_backing(runs, scores),

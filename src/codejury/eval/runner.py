@@ -209,6 +209,7 @@ def parse_review(case_id: str, data: Mapping[str, Any], wall_s: float, lines: di
         output_tokens=int(usage.get("output_tokens", 0)),
         cost_usd=float(usage.get("cost_usd", 0.0)),
         wall_s=round(wall_s, 2),
+        walkthrough_s=float(((data.get("walkthrough") or {}).get("usage") or {}).get("duration_s", 0.0)),
     )
 
 
