@@ -314,7 +314,9 @@ def test_the_walkthroughs_time_is_read_from_each_review_and_set_against_the_rest
         {"verdict": "approved", "walkthrough": {"summary": "s", "usage": {"duration_s": 10.0}}},
         {"verdict": "approved"},  # no walkthrough (trivial, or its model failed): not in the walkthrough figures
     ]
-    runs = [parse_review(f"c{i}", r, wall, {}) for i, (r, wall) in enumerate(zip(reviews, (130.0, 60.0, 40.0)))]
+    runs = [
+        parse_review(f"c{i}", r, wall, {}) for i, (r, wall) in enumerate(zip(reviews, (130.0, 60.0, 40.0), strict=True))
+    ]
     cases = [_case(f"c{i}", "Go") for i in range(3)]
     overall = overall_json(cases, runs)
     assert [r.walkthrough_s for r in runs] == [30.0, 10.0, 0.0]

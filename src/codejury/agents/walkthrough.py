@@ -162,9 +162,9 @@ def walkthrough_prompt(
     criteria: Sequence[str] = (),
     diagram: bool = True,
 ) -> str:
-    """The instructions (the files' groups and the diagram asked for only with ``diagram``: not of a weak model), the change's own words and as many whole
-    numbered patches as ``patch_tokens`` allow; with ``criteria`` (the linked issues' acceptance criteria), the
-    question of which the patches meet, numbered."""
+    """The instructions (the files' groups and the diagram asked for only with ``diagram``: not of a weak model),
+    the change's own words and as many whole numbered patches as ``patch_tokens`` allow; with ``criteria`` (the
+    linked issues' acceptance criteria), the question of which the patches meet, numbered."""
     details = f"title: {meta.title}\n\n{meta.description}".strip()
     listed = "\n".join(f"{f.status} {f.path} +{f.additions} -{f.deletions}" for f in files)
     parts: list[str] = []
