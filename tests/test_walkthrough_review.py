@@ -48,12 +48,14 @@ async def test_a_review_carries_a_walkthrough_checked_against_its_diff(tmp_path:
 
     markdown = render_review_markdown(review)
     assert "### Walkthrough" in markdown and "```mermaid\nsequenceDiagram" in markdown
+    # a reader can weigh the summary: who wrote it, and that only its names were checked
+    assert "_Written by scripted:coordinator; the code and files it names are checked against the diff" in markdown
     assert "| walkthrough | scripted:coordinator | ok |" in markdown
     data = json.loads(review_to_json(review))
     assert schema_errors(data, REVIEW_JSON_SCHEMA) == []
     assert data["walkthrough"]["groups"][0]["files"] == [{"path": PATH, "line": "New `find_user` query."}]
     forge = "\n".join(walkthrough_section(walk))
-    assert checked(forge) == forge and "```mermaid" in forge
+    assert checked(forge) == forge and "```mermaid" in forge and "its claims are not" in forge
 
 
 async def test_without_a_scripted_draft_every_file_is_listed_with_its_counts(tmp_path: Path) -> None:

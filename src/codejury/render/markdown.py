@@ -132,6 +132,8 @@ def walkthrough_lines(
     text = text or (lambda t: one_line(clean_text(t)))
     cell = cell or (lambda t: _cell(clean_text(t)))
     lines = ["### Walkthrough", "", text(walkthrough.summary), ""]
+    if walkthrough.model:
+        lines += [f"_{text(walkthrough_provenance(walkthrough.model))}_", ""]
     if walkthrough.groups:
         lines += ["| Purpose | File | Change |", "|---|---|---|"]
         for group in walkthrough.groups:
@@ -142,6 +144,11 @@ def walkthrough_lines(
     if walkthrough.diagram:
         lines += [fence(walkthrough.diagram, "mermaid"), ""]
     return lines
+
+
+def walkthrough_provenance(model: str) -> str:
+    """Who wrote the walkthrough, and how far it was checked (a reader weighs a summary by it)."""
+    return f"Written by {model}; the code and files it names are checked against the diff, its claims are not."
 
 
 CRITERIA_HEADING = "### Acceptance criteria of the linked issues"
