@@ -254,3 +254,32 @@ def test_a_file_line_copied_from_another_files_code_becomes_its_line_counts(tmp_
     line = "cached = CacheClient().get(request.path)"  # app/views.py's code, given as README.md's line
     got = checked(draft(groups=[{"purpose": "Docs", "files": [{"path": "README.md", "line": line}]}]), c.files)
     assert got.groups[0].files[0].line == "modified: +1 -1"
+
+
+async def test_a_weak_model_is_not_asked_which_criteria_are_met(tmp_path: Path) -> None:
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from codejury.agents.walkthrough import write_walkthrough
+    from codejury.models.pricing import PriceTable
+    from codejury.models.profiles import CapabilityProfile, ResolvedModel
+
+    c = change(tmp_path)
+    prompts: list[str] = []
+    claim = '{"summary": "", "groups": [], "criteria": [{"number": 1, "met": true, "evidence": "`CacheClient`"}]}'
+
+    async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append("".join(str(getattr(p, "content", "")) for m in messages for p in m.parts))
+        return ModelResponse(parts=[TextPart(claim)])
+
+    met = []
+    for weak in (False, True):
+        profile = CapabilityProfile(output_mode="native", weak=weak, context_window=32_000)
+        model = ResolvedModel("local:x", FunctionModel(answer), profile)
+        written = await write_walkthrough(
+            c.meta, c.files, model, PriceTable(), timeout_s=30, criteria=["responses are cached"]
+        )
+        assert written.walkthrough is not None
+        met.append(written.walkthrough.criteria_met)
+    assert "responses are cached" in prompts[0] and "responses are cached" not in prompts[1]
+    assert met == [{1: "`CacheClient`"}, {}]
