@@ -30,6 +30,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from codejury.agents.prompts import fence
+from codejury.change.classify import is_release_file
 from codejury.change.types import ChangeMeta, FileChange
 from codejury.findings import Usage, Walkthrough, WalkthroughFile, WalkthroughGroup
 from codejury.models.pricing import PriceTable, estimate_tokens, usage_from_run
@@ -472,8 +473,7 @@ def _repeats(sentence: str) -> bool:
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
 _DOC_EXTENSIONS = frozenset({"md", "mdx", "rst", "txt", "adoc"})
-_BUILD_EXTENSIONS = frozenset({"toml", "json", "yaml", "yml", "lock", "cfg", "ini", "xml", "gradle", "mod", "sum"})
-_BUILD_NAMES = frozenset({"dockerfile", "makefile", "go.mod", "go.sum", "cargo.toml", "package.json"})
+_BUILD_EXTENSIONS = frozenset({"toml", "json", "yaml", "yml", "lock", "cfg", "ini", "xml", "gradle", "sum"})
 KINDS = ("Code", "Tests", "Docs", "Build and configuration")
 """The groups of a weak model's walkthrough, by what each path is."""
 
@@ -485,7 +485,9 @@ def _kind(path: str) -> str:
         return "Tests"
     if name.rpartition(".")[2] in _DOC_EXTENSIONS or lower.startswith(("docs/", "doc/")):
         return "Docs"
-    if name in _BUILD_NAMES or name.rpartition(".")[2] in _BUILD_EXTENSIONS or lower.startswith((".github/", ".")):
+    # packaging, containers and CI as the tiering reads them (is_release_file), config files, dot-directories
+    build = is_release_file(path) or name == "makefile" or name.rpartition(".")[2] in _BUILD_EXTENSIONS
+    if build or lower.startswith("."):
         return "Build and configuration"
     return "Code"
 
