@@ -99,3 +99,23 @@ def _config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "codejury.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_on_a_weak_model_it_is_listed_from_the_diff_and_no_model_is_loaded(tmp_path: Path) -> None:
+    """The embedded model's summaries were not reliable: describe lists the diff's definitions, and does not even
+    start the model (on the embedded one, seconds of loading for nothing)."""
+    diff = tmp_path / "change.diff"
+    diff.write_text(unified_diff("shop.py", OLD, NEW))
+    resolver = ScriptedResolver({}, walkthroughs={"describer": [Raw(DRAFT)]})
+    flags = ["--plugin", "codejury.testing.scripted", "--model", "scripted:describer", "--diff", str(diff)]
+    env = {"CODEJURY_RECORD_URL": "none", "CODEJURY_WEAK_MODELS": '["scripted:*"]'}
+    with resolver.active():
+        result = CliRunner(env=env).invoke(cli, ["describe", *flags])
+    assert result.exit_code == 0, result.stderr
+    assert resolver.resolved == [] and resolver.models["describer"].walkthrough == [Raw(DRAFT)]
+    assert result.stdout.startswith(
+        "### Walkthrough\n\nChanges 1 file (1 code): 5 lines added, 1 removed. "
+        "In the code it adds `average`; changes `total`."
+    )
+    assert "Listed from the diff by codejury, without a model" in result.stdout
+    assert "walkthrough: listed from the diff, without a model (scripted:describer is weak)" in result.stderr

@@ -215,6 +215,9 @@ class Walkthrough(BaseModel):
     diagram: str | None = None
     """Mermaid source (``sequenceDiagram`` or ``flowchart``), or None when the change reroutes no flow."""
     model: str = ""
+    source: Literal["model", "diff"] = "model"
+    """Who wrote it: the coordinator's ``model``, or codejury from the diff alone (``diff``: on a weak model,
+    ``stages.outline``; ``model`` is then empty)."""
     unsupported: int = 0
     """Statements of the model's draft left out because the diff does not support them."""
     usage: Usage = Field(default_factory=Usage)

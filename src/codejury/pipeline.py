@@ -50,7 +50,13 @@ from codejury.stages.publish import publish_failure_stage, publish_stage
 from codejury.stages.record import record_stage
 from codejury.stages.tier import tier_stage
 from codejury.stages.verdict import not_reviewed_stage, refused_stage, verdict_stage
-from codejury.stages.walkthrough import beside_the_panel, describe_stage, walkthrough_started, with_walkthrough
+from codejury.stages.walkthrough import (
+    beside_the_panel,
+    describe_stage,
+    from_the_diff,
+    walkthrough_started,
+    with_walkthrough,
+)
 from codejury.stages.workspace import workspace_stage
 from codejury.telemetry.tracing import span, traced, traced_review
 
@@ -114,9 +120,12 @@ async def describe(change: ChangeSet, opts: ReviewOptions) -> Written:
     refusal = await _admitted(run)
     if refusal is not None:
         raise ReviewRefused(refusal.reason)
-    models = _models(run)
-    with _breaker_events(run, models):
-        written = await traced("walkthrough", describe_stage(run, models))
+    if from_the_diff(run):  # no model writes it: none is loaded
+        written = await traced("walkthrough", describe_stage(run, None))
+    else:
+        models = _models(run)
+        with _breaker_events(run, models):
+            written = await traced("walkthrough", describe_stage(run, models))
     if written.walkthrough is None:
         return written
     return replace(written, walkthrough=redactor.scrub(written.walkthrough))

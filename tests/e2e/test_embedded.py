@@ -130,10 +130,12 @@ def test_lite_review_of_a_branch(tmp_path: Path, small_local_model: str) -> None
     assert [r["name"] for r in review["reviewers"] if ":" not in r["name"]] == ["generalist"]
     assert "one generalist call instead" in stderr
     assert_user_contract(review, git(repo, "diff", "main...feature"))
-    # The walkthrough, written after the judge through llama.cpp's schema-constrained output, covers the change.
+    # The walkthrough of a weak model's review is listed from the diff, with no model call: the definitions the
+    # change adds and changes, and the commit's subject as the author's words.
     walkthrough = review["walkthrough"]
     assert [f["path"] for g in walkthrough["groups"] for f in g["files"]] == ["shop/orders.py"]
-    assert walkthrough["summary"] and walkthrough["usage"]["output_tokens"] > 0
+    assert walkthrough["source"] == "diff" and walkthrough["usage"]["output_tokens"] == 0
+    assert "adds `orders_report`" in walkthrough["summary"] and "“Add an order report”" in walkthrough["summary"]
 
 
 def test_lite_review_of_a_branch_by_a_panel_sharing_the_prompt_cache(tmp_path: Path, small_local_model: str) -> None:
@@ -143,7 +145,7 @@ def test_lite_review_of_a_branch_by_a_panel_sharing_the_prompt_cache(tmp_path: P
     # and pays only for its own. No grounding checks here (verify = "off"): they have a prefix of their own,
     # and the lite review above runs them on a local model. Two of the lite tier's three reviewers are
     # enough to show the second reading the first one's prefix: the performance reviewer is switched off, and so
-    # is the walkthrough (the review above writes one on a local model).
+    # is the walkthrough.
     config = tmp_path / "panel.toml"
     config.write_text(
         'weak_panel = "panel"\nverify = "off"\ndescribe = false\n\n[reviewers.performance]\nenabled = false\n',

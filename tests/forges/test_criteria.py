@@ -177,13 +177,7 @@ def test_dry_run_counts_the_criteria_question_only_when_there_are_criteria() -> 
     from codejury.change.types import ChangeMeta
 
     files = parse_diff(unified_diff("export.py", "", CODE))
-    plain = planned_tokens(ChangeMeta(title="Export"), files, weak=False)
-    asked = planned_tokens(ChangeMeta(title="Export"), files, weak=False, criteria=["the header row is written once"])
+    plain = planned_tokens(ChangeMeta(title="Export"), files)
+    asked = planned_tokens(ChangeMeta(title="Export"), files, criteria=["the header row is written once"])
     assert asked > plain
-    assert planned_tokens(ChangeMeta(title="Export"), files, weak=False, criteria=()) == plain
-    # a weak model is not asked which criteria are met (its "met" told nothing): nothing more to count
-    weak = planned_tokens(ChangeMeta(title="Export"), files, weak=True)
-    assert (
-        planned_tokens(ChangeMeta(title="Export"), files, weak=True, criteria=["the header row is written once"])
-        == weak
-    )
+    assert planned_tokens(ChangeMeta(title="Export"), files, criteria=()) == plain

@@ -117,6 +117,21 @@ def read_head_text(root: Path, path: str) -> str | None:
         return None
 
 
+def head_bytes(change: ChangeSet, path: str) -> bytes | None:
+    """The head side's bytes of ``path`` (the checkout's, or the head commit's), within the size cap; None when
+    they cannot be had."""
+    if change.root is not None:
+        text = read_head_text(change.root, path)
+        return text.encode("utf-8") if text is not None else None
+    if change.head is not None:
+        found = change.head.lookup(path)
+        if found is None:
+            return None
+        for _, data in change.head.contents([found], max_bytes=MAX_ANALYZED_FILE_BYTES, stop=lambda: False):
+            return data
+    return None
+
+
 def files_with_additions(change: ChangeSet) -> list[FileChange]:
     """The changed text files that still exist and have added lines: what an analyzer reads."""
     return [f for f in change.files if f.status != "deleted" and not f.is_binary and f.additions]

@@ -37,7 +37,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from codejury.analyzers.base import MAX_ANALYZED_FILE_BYTES, read_head_text
+from codejury.analyzers.base import head_bytes
 from codejury.bounded_io import read_path
 from codejury.change.types import ChangeSet, FileChange
 from codejury.errors import InputError
@@ -62,10 +62,6 @@ _MARKERS = (
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PARAMS = re.compile(r"[\[(].*$")
 _TEST_PREFIX = re.compile(r"^(?:test|it|should)(?:_|(?=[A-Z0-9])|$)", re.I)
-_DEFINITION = re.compile(
-    r"\b(?:def|func|function|fn|sub|fun)\s+(?:\([^)]*\)\s*)?(?P<n>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<c>[A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*\)\s*(?:const\s*)?(?:(?:->|:|throws)[^{;]*)?\{\s*$"
-)
 
 
 @dataclass(frozen=True)
@@ -175,85 +171,31 @@ def _failure(case: Element, outcome: Element, report: str) -> TestFailure:
 
 
 # -- the changed functions -------------------------------------------------------------------------
-def _touched(file: FileChange) -> set[int]:
-    """New-side lines the change adds, and the line where each removal happened."""
-    out: set[int] = set()
-    for hunk in file.hunks:
-        last_new = hunk.new_start
-        pending = False
-        for line in hunk.lines:
-            if line.kind == "-":
-                pending = True
-                continue
-            if line.new_no is not None:
-                if line.kind == "+" or pending:
-                    out.add(line.new_no)
-                pending = False
-                last_new = line.new_no
-        if pending:
-            out.add(last_new)
-    return out
-
-
-def _head_bytes(change: ChangeSet, path: str) -> bytes | None:
-    if change.root is not None:
-        text = read_head_text(change.root, path)
-        return text.encode("utf-8") if text is not None else None
-    if change.head is not None:
-        found = change.head.lookup(path)
-        if found is None:
-            return None
-        for _, data in change.head.contents([found], max_bytes=MAX_ANALYZED_FILE_BYTES, stop=lambda: False):
-            return data
-    return None
-
-
 def changed_functions(change: ChangeSet, files: Iterable[FileChange]) -> list[ChangedFunction]:
     """The functions and methods whose lines ``files`` touch (see the module docstring)."""
     from codejury.repocontext.chunker import chunk_source
+    from codejury.repocontext.definitions import functions_from_hunks, touched_lines
     from codejury.repocontext.languages import language_for
 
     out: list[ChangedFunction] = []
     for file in files:
         if file.status == "deleted" or file.is_binary or not file.hunks:
             continue
-        touched = _touched(file)
+        touched = touched_lines(file)
         language = language_for(file.path)
-        data = _head_bytes(change, file.path) if language else None
+        data = head_bytes(change, file.path) if language else None
         chunks = chunk_source(data, language) if data is not None and language else None
         if chunks is None:
-            out += [f for f in _from_hunks(file) if any(f.start <= n <= f.end for n in touched)]
+            out += [
+                ChangedFunction(file.path, name, start, end)
+                for name, start, end in functions_from_hunks(file)
+                if any(start <= n <= end for n in touched)
+            ]
             continue
         for chunk in chunks:
             if chunk.kind == "function" and any(chunk.start <= n <= chunk.end for n in touched):
                 out.append(ChangedFunction(file.path, chunk.name, chunk.start, chunk.end))
     return out
-
-
-def _from_hunks(file: FileChange) -> list[ChangedFunction]:
-    """Without a head-side tree: the function each hunk header names, and the definitions the hunk shows."""
-    out: list[ChangedFunction] = []
-    for hunk in file.hunks:
-        end = hunk.new_start + max(hunk.new_len, 1) - 1
-        current = _definition_name(hunk.section)
-        start = hunk.new_start
-        for line in hunk.lines:
-            name = _definition_name(line.text) if line.kind != "-" and line.new_no is not None else None
-            if name is not None and line.new_no is not None:
-                if current:
-                    out.append(ChangedFunction(file.path, current, start, max(start, line.new_no - 1)))
-                current, start = name, line.new_no
-        if current:
-            out.append(ChangedFunction(file.path, current, start, end))
-    return out
-
-
-def _definition_name(text: str) -> str | None:
-    found = _DEFINITION.search(text)
-    if found is None:
-        return None
-    name = found["n"] or found["c"]
-    return None if name in ("if", "for", "while", "switch", "return", "catch", "elif", "with", "match") else name
 
 
 # -- matching ----------------------------------------------------------------------------------------

@@ -123,6 +123,7 @@ def walkthrough_to_dict(w: Walkthrough) -> dict[str, Any]:
         "groups": [{"purpose": g.purpose, "files": [f.model_dump() for f in g.files]} for g in w.groups],
         "diagram": w.diagram,
         "model": w.model,
+        "source": w.source,
         "unsupported": w.unsupported,
         "usage": _usage(w.usage),
     }
@@ -239,6 +240,7 @@ _WALKTHROUGH_SCHEMA = _object(
         },
         "diagram": {"anyOf": [{"type": "null"}, _STR]},
         "model": _STR,
+        "source": {"type": "string", "enum": ["model", "diff"]},
         "unsupported": _NON_NEG_INT,
         "usage": _USAGE_SCHEMA,
     }

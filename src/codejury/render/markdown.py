@@ -109,7 +109,7 @@ def _usage_table(review: Review) -> list[str]:
         )
     if (w := review.walkthrough) is not None:
         lines.append(
-            f"| walkthrough | {_cell(w.model)} | ok | {_cell(format_tokens(w.usage))} "
+            f"| walkthrough | {_cell(w.model or 'none: listed from the diff')} | ok | {_cell(format_tokens(w.usage))} "
             f"| {format_cost(w.usage.cost_usd)} | {format_duration(w.usage.duration_s)} |"
         )
     return [*lines, "", "</details>", ""]
@@ -132,8 +132,8 @@ def walkthrough_lines(
     text = text or (lambda t: one_line(clean_text(t)))
     cell = cell or (lambda t: _cell(clean_text(t)))
     lines = ["### Walkthrough", "", text(walkthrough.summary), ""]
-    if walkthrough.model:
-        lines += [f"_{text(walkthrough_provenance(walkthrough.model))}_", ""]
+    if (provenance := walkthrough_provenance(walkthrough)) is not None:
+        lines += [f"_{text(provenance)}_", ""]
     if walkthrough.groups:
         lines += ["| Purpose | File | Change |", "|---|---|---|"]
         for group in walkthrough.groups:
@@ -146,8 +146,20 @@ def walkthrough_lines(
     return lines
 
 
-def walkthrough_provenance(model: str) -> str:
+FROM_THE_DIFF = (
+    "Listed from the diff by codejury, without a model (the coordinator's model is weak, and its summaries of a "
+    "change were not reliable): the names are the definitions the patches add, change and remove; the title is "
+    "the author's."
+)
+
+
+def walkthrough_provenance(walkthrough: Walkthrough) -> str | None:
     """Who wrote the walkthrough, and how far it was checked (a reader weighs a summary by it)."""
+    if walkthrough.source == "diff":
+        return FROM_THE_DIFF
+    if not walkthrough.model:
+        return None
+    model = walkthrough.model
     return f"Written by {model}; the code and files it names are checked against the diff, its claims are not."
 
 

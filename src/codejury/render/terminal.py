@@ -84,8 +84,8 @@ def render_walkthrough_terminal(walkthrough: Walkthrough, console: Console) -> N
     """The walkthrough: its summary, the changed files by purpose, and its diagram's Mermaid source."""
     console.rule(Text("Walkthrough", style="bold"), align="left")
     console.print(Text(one_line(clean_text(walkthrough.summary))))
-    if walkthrough.model:
-        console.print(Text(walkthrough_provenance(one_line(clean_text(walkthrough.model))), style="dim"))
+    if (provenance := walkthrough_provenance(walkthrough)) is not None:
+        console.print(Text(one_line(clean_text(provenance)), style="dim"))
     for group in walkthrough.groups:
         console.print(Text(one_line(clean_text(group.purpose)), style="bold"))
         for file in group.files:

@@ -33,8 +33,10 @@ def _walkthrough_tokens(run: ReviewRun, kept: Sequence[FileChange]) -> tuple[str
     spec = run.selection.models.get("coordinator")
     if spec is None or not kept or skip_reason(run.selection.tier, run.settings.describe) is not None:
         return None
+    if is_weak_spec(run.config, spec):  # listed from the diff (stages.outline): no model, no tokens
+        return spec, 0
     criteria = [text for _, text in run_criteria(run)]  # the linked issues' criteria, asked in the same call
-    return spec, planned_tokens(run.change.meta, kept, weak=is_weak_spec(run.config, spec), criteria=criteria)
+    return spec, planned_tokens(run.change.meta, kept, criteria=criteria)
 
 
 def reviewer_files(name: str, files: Sequence[FileChange]) -> list[FileChange]:
@@ -80,7 +82,11 @@ def plan_stage(run: ReviewRun) -> Plan:
         spec, tokens = walkthrough
         total_tokens += tokens
         cost += run.prices.cost(spec, Usage(input_tokens=tokens))
-        estimate_notes.append(f"the walkthrough of the change: about {tokens:,} input tokens on {spec}")
+        estimate_notes.append(
+            f"the walkthrough of the change: about {tokens:,} input tokens on {spec}"
+            if tokens
+            else f"the walkthrough of the change: listed from the diff, no model tokens ({spec} is weak)"
+        )
     priced = [spec for name in [*selection.names, "coordinator"] if (spec := selection.models.get(name))]
     if unpriced := run.prices.unpriced(priced if selection.names else []):  # $0 in the estimate, as in the review
         names = ", ".join(unpriced)

@@ -3,7 +3,8 @@
 ``walkthrough_started`` starts it (an asyncio task that, for a trivial change or with ``describe = false``,
 only says on stderr why there is none): beside the panel on a model that serves requests in parallel, after
 the judge on one that does not (``beside_the_panel``); the pipeline awaits it before the verdict, or cancels
-it when the review fails first. The review carries what it wrote
+it when the review fails first. On a weak model (the embedded one) no model writes it: codejury lists
+it from the diff (``stages.outline``). The review carries the walkthrough
 (``Review.walkthrough``), its cost in the review's usage, and one note when its model could not write one.
 """
 
@@ -15,10 +16,11 @@ from dataclasses import replace
 
 from codejury.agents.walkthrough import Written, skip_reason, write_walkthrough
 from codejury.findings import Review, Usage
-from codejury.models.selection import ReviewModels
+from codejury.models.selection import ReviewModels, is_weak_spec
 from codejury.resilience import AgentWatch
 from codejury.runstate import ReviewRun
 from codejury.stages.criteria import run_criteria
+from codejury.stages.outline import outlined
 
 AGENT = "walkthrough"
 
@@ -48,21 +50,34 @@ def with_walkthrough(review: Review, written: Written) -> Review:
     )
 
 
-async def describe_stage(run: ReviewRun, models: ReviewModels) -> Written:
-    """The walkthrough alone (``codejury describe``): asked for, so written whatever the tier or ``describe``."""
+def from_the_diff(run: ReviewRun) -> bool:
+    """Whether the walkthrough is listed from the diff (``stages.outline``): the coordinator's model is weak."""
+    return is_weak_spec(run.config, run.selection.models.get("coordinator"))
+
+
+async def describe_stage(run: ReviewRun, models: ReviewModels | None) -> Written:
+    """The walkthrough alone (``codejury describe``): asked for, so written whatever the tier or ``describe``.
+    ``models`` may be None when it is listed from the diff (``from_the_diff``): no model is loaded then."""
     if not run.selection.kept:
         return Written(None, "walkthrough: not written, every changed file was skipped", Usage())
     return replace(await _written(run, models, asked=True), placed_in=run.settings.describe_in)
 
 
-async def _written(run: ReviewRun, models: ReviewModels, *, asked: bool = False) -> Written:
+async def _written(run: ReviewRun, models: ReviewModels | None, *, asked: bool = False) -> Written:
     skipped = None if asked else skip_reason(run.selection.tier, run.settings.describe)
     spec = run.selection.models.get("coordinator")
     if skipped is not None:  # by design: one progress line, not a note on what the review could not do
         run.options.say(skipped)
         run.events.emit("walkthrough", status="skipped", reason=skipped)
         return Written(None, None, Usage())
-    if spec is None or spec not in models.chains:
+    if from_the_diff(run):  # a weak model's summary is not trusted: listed from the diff
+        run.options.say(f"walkthrough: listed from the diff, without a model ({spec} is weak)")
+        started = time.monotonic()
+        walkthrough = outlined(run.change, run.selection.kept)
+        usage = Usage(duration_s=round(time.monotonic() - started, 3))  # no tokens: its time is codejury's own
+        run.events.emit("walkthrough", status="ok", model="", source="diff", unsupported=0, reason=None)
+        return Written(walkthrough.model_copy(update={"usage": usage}), None, usage)
+    if spec is None or models is None or spec not in models.chains:
         note = "walkthrough: not written, the coordinator has no model to write it"
         run.events.emit("walkthrough", status="failed", reason=note)
         return Written(None, note, Usage())

@@ -1,0 +1,163 @@
+"""Which definitions a change touches: the lines it touches, and what it adds, changes and removes, by name.
+
+``touched_lines`` are the new-side lines a change adds, and the line where each removal happened. With the
+head side's text, the definitions are tree-sitter's chunks of it (``chunk_source``, as the repository index
+cuts it): a function or class whose every line is added is *added*, one with a touched line is *changed*.
+Without it (a diff alone, a file tree-sitter cannot parse), the definition lines the patch adds are added and
+the function each hunk header names is changed. A definition line the patch removes whose name the head side
+no longer defines is *removed*.
+
+Every name comes from the code: a definition's own name node, or a definition line of the patch (``DEFINITION``,
+which reads ``def``, ``func``, ``function``, ``class``, ``struct``, ``type`` and the like, and a C-like
+``name(args) {``). Nothing is guessed from words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from codejury.change.types import FileChange
+from codejury.repocontext.chunker import chunk_source
+from codejury.repocontext.languages import language_for
+
+_MODIFIERS = (
+    r"(?:(?:export|default|async|public|private|protected|internal|static|final|abstract|override|suspend|inline"
+    r"|open|sealed|virtual|unsafe|extern|local|pub(?:\([a-z]+\))?)\s+)*"
+)
+DEFINITION = re.compile(
+    r"^\s*" + _MODIFIERS + r"(?:def|func|function|fn|sub|fun)\s+(?:\([^)]*\)\s*)?(?P<n>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|^\s*(?:[\w<>\[\],*&:.]+\s+)*?(?P<c>[A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*\)\s*(?:const\s*)?"
+    r"(?:(?:->|:|throws)[^{;]*)?\{\s*$"
+)
+"""A line that starts defining a function: ``def name``, ``func (r T) name``, ``export async function name``, or a
+C-like ``int name(args) {`` (a call inside a condition, ``if !c.ok() {``, is not one)."""
+TYPE_DEFINITION = re.compile(
+    r"^\s*(?:export\s+)?(?:(?:public|abstract|final|data|pub)\s+)*"
+    r"(?:class|struct|interface|trait|enum|type)\s+(?P<t>[A-Za-z_][A-Za-z0-9_]*)"
+)
+"""A line that defines a type: ``class Cart``, ``type Config struct``, ``pub struct Pool``, ``interface Props``."""
+_NOT_NAMES = frozenset(
+    {"if", "for", "while", "switch", "return", "catch", "elif", "with", "match", "else", "func", "function", "fn"}
+)
+"""Keywords ``name(args) {`` also reads: a condition, a loop, an anonymous function (``func() {``)."""
+
+
+def definition_name(text: str) -> str | None:
+    """The function ``text`` defines (``def total(self):``: total), or None."""
+    found = DEFINITION.search(text)
+    if found is None:
+        return None
+    name = found["n"] or found["c"]
+    return None if name in _NOT_NAMES else name
+
+
+def defined_name(text: str) -> str | None:
+    """The function or type ``text`` defines, or None."""
+    found = TYPE_DEFINITION.match(text)
+    return found["t"] if found is not None else definition_name(text)
+
+
+def touched_lines(file: FileChange) -> set[int]:
+    """New-side lines the change adds, and the line where each removal happened."""
+    out: set[int] = set()
+    for hunk in file.hunks:
+        last_new = hunk.new_start
+        pending = False
+        for line in hunk.lines:
+            if line.kind == "-":
+                pending = True
+                continue
+            if line.new_no is not None:
+                if line.kind == "+" or pending:
+                    out.add(line.new_no)
+                pending = False
+                last_new = line.new_no
+        if pending:
+            out.add(last_new)
+    return out
+
+
+def functions_from_hunks(file: FileChange) -> list[tuple[str, int, int]]:
+    """Without a head-side tree: (name, start, end) of the function each hunk header names, and of the definitions
+    the hunk shows, on the new side."""
+    out: list[tuple[str, int, int]] = []
+    for hunk in file.hunks:
+        end = hunk.new_start + max(hunk.new_len, 1) - 1
+        current = definition_name(hunk.section)
+        start = hunk.new_start
+        for line in hunk.lines:
+            name = definition_name(line.text) if line.kind != "-" and line.new_no is not None else None
+            if name is not None and line.new_no is not None:
+                if current:
+                    out.append((current, start, max(start, line.new_no - 1)))
+                current, start = name, line.new_no
+        if current:
+            out.append((current, start, end))
+    return out
+
+
+@dataclass(frozen=True)
+class FileOutline:
+    """The definitions one file's change adds, changes and removes, in file order."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+
+def _once(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def outline_file(file: FileChange, head: bytes | None) -> FileOutline:
+    """What ``file``'s change adds, changes and removes, read from its patch and ``head`` (its head-side bytes,
+    or None when they cannot be read); an empty outline for a file in a language the index does not chunk."""
+    language = language_for(file.path)
+    if language is None or file.is_binary or not file.hunks:
+        return FileOutline()
+    gone = _once(defined_name(ln.text) or "" for h in file.hunks for ln in h.lines if ln.kind == "-")
+    if file.status == "deleted":
+        return FileOutline(removed=gone)
+    chunks = chunk_source(head, language) if head is not None else None
+    if chunks is None:
+        return _from_patch(file, gone)
+    added_lines = file.added_lines
+    touched = touched_lines(file)
+    defined = [c for c in chunks if c.kind in ("function", "class") and c.name]
+    whole = {c.name for c in defined if all(n in added_lines for n in range(c.start, c.end + 1))}
+    # a definition added whole whose name the patch also removes was rewritten: changed, not added
+    added: list[str] = []
+    changed: list[str] = []
+    for chunk in defined:
+        owner = chunk.name.rpartition(".")[0]
+        if chunk.name in whole and _short(chunk.name) not in gone:
+            if owner not in whole:  # a class added whole is named once, not with each of its methods
+                added.append(chunk.name)
+        elif any(chunk.start <= n <= chunk.end for n in touched):
+            changed.append(chunk.name)
+    present = {_short(c.name) for c in defined}
+    removed = [name for name in gone if name not in present]
+    return FileOutline(_once(added), _once(changed), removed)
+
+
+def _from_patch(file: FileChange, gone: list[str]) -> FileOutline:
+    """The outline from the patch alone: definition lines it adds, the functions its hunk headers name."""
+    added = _once(defined_name(ln.text) or "" for h in file.hunks for ln in h.lines if ln.kind == "+")
+    touched = touched_lines(file)
+    changed = [
+        name
+        for name, start, end in functions_from_hunks(file)
+        if name not in added and any(start <= n <= end for n in touched)
+    ]
+    removed = [name for name in gone if name not in added and name not in changed]
+    moved = [name for name in added if name in gone]  # removed and added again: rewritten in place
+    return FileOutline([n for n in added if n not in moved], _once([*moved, *changed]), removed)
