@@ -101,6 +101,13 @@ def test_a_call_in_a_condition_the_change_removes_is_not_a_removed_definition(tm
     assert (got.added, got.changed, got.removed) == (["checkClient"], ["Subscribe"], [])
 
 
+def test_a_new_function_whose_closing_brace_the_diff_aligns_with_an_old_one_is_added() -> None:
+    patch = "--- a/m.go\n+++ b/m.go\n@@ -1,3 +1,7 @@\n func A() {\n+\tx()\n+}\n+\n+func B() {\n \ty()\n }\n"
+    [file] = parse_diff(patch)
+    got = outline_file(file, b"func A() {\n\tx()\n}\n\nfunc B() {\n\ty()\n}\n")
+    assert (got.added, got.changed, got.removed) == (["B"], ["A"], [])
+
+
 def test_a_function_rewritten_whole_is_changed_not_added(tmp_path: Path) -> None:
     old = "def total(items):\n    return sum(items)\n"
     new = "def total(prices, tax):\n    subtotal = sum(prices)\n    return subtotal * (1 + tax)\n"
@@ -121,7 +128,7 @@ def test_the_outline_sums_up_the_code_and_quotes_the_title_as_the_authors(tmp_pa
     )
     walk = outlined(change, change.files)
     assert walk.summary == (
-        "Changes 3 files (1 code, 1 tests, 1 docs): 10 lines added, 4 removed. "
+        "Changes 3 files (1 code, 1 test, 1 doc): 10 lines added, 4 removed. "
         "In the code it adds `Cart`; changes `total`; removes `legacy_total`. "
         "Its title: “Carts keep their items”."
     )
@@ -176,4 +183,4 @@ async def test_a_dry_run_on_a_weak_coordinator_counts_no_walkthrough_tokens(tmp_
 def test_a_change_without_code_definitions_is_counted(tmp_path: Path) -> None:
     change = ChangeSet(files=parse_diff(unified_diff("notes.txt", "a\n", "b\nc\n")), meta=ChangeMeta())
     walk = outlined(change, change.files)
-    assert walk.summary == "Changes 1 file (1 docs): 2 lines added, 1 removed."
+    assert walk.summary == "Changes 1 file (1 doc): 2 lines added, 1 removed."

@@ -2,7 +2,9 @@
 
 ``touched_lines`` are the new-side lines a change adds, and the line where each removal happened. With the
 head side's text, the definitions are tree-sitter's chunks of it (``chunk_source``, as the repository index
-cuts it): a function or class whose every line is added is *added*, one with a touched line is *changed*.
+cuts it): a function or class whose name's line is added, and whose name no line the patch removes defined, is
+*added* (its other lines may be context: a diff often aligns a new function's closing brace with an old one);
+another with a touched line is *changed*.
 Without it (a diff alone, a file tree-sitter cannot parse), the definition lines the patch adds are added and
 the function each hunk header names is changed. A definition line the patch removes whose name the head side
 no longer defines is *removed*.
@@ -19,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from codejury.change.types import FileChange
-from codejury.repocontext.chunker import chunk_source
+from codejury.repocontext.chunker import Chunk, chunk_source
 from codejury.repocontext.languages import language_for
 
 _MODIFIERS = (
@@ -128,25 +130,34 @@ def outline_file(file: FileChange, head: bytes | None) -> FileOutline:
     if file.status == "deleted":
         return FileOutline(removed=gone)
     chunks = chunk_source(head, language) if head is not None else None
-    if chunks is None:
+    if head is None or chunks is None:
         return _from_patch(file, gone)
     added_lines = file.added_lines
     touched = touched_lines(file)
+    lines = head.decode("utf-8", errors="replace").splitlines()
     defined = [c for c in chunks if c.kind in ("function", "class") and c.name]
-    whole = {c.name for c in defined if all(n in added_lines for n in range(c.start, c.end + 1))}
-    # a definition added whole whose name the patch also removes was rewritten: changed, not added
+    # added: its name's line is an added line, and no removed line defined that name (then it was rewritten)
+    new = {c.name for c in defined if _short(c.name) not in gone and _name_line(c, lines) in added_lines}
     added: list[str] = []
     changed: list[str] = []
     for chunk in defined:
-        owner = chunk.name.rpartition(".")[0]
-        if chunk.name in whole and _short(chunk.name) not in gone:
-            if owner not in whole:  # a class added whole is named once, not with each of its methods
+        if chunk.name in new:
+            if chunk.name.rpartition(".")[0] not in new:  # a class added whole is named once, not with its methods
                 added.append(chunk.name)
         elif any(chunk.start <= n <= chunk.end for n in touched):
             changed.append(chunk.name)
     present = {_short(c.name) for c in defined}
     removed = [name for name in gone if name not in present]
     return FileOutline(_once(added), _once(changed), removed)
+
+
+def _name_line(chunk: Chunk, lines: list[str]) -> int:
+    """The line of ``chunk`` that names it (after its decorators or doc comment), or its first line."""
+    word = re.compile(rf"\b{re.escape(_short(chunk.name))}\b")
+    for number in range(chunk.start, min(chunk.end, len(lines)) + 1):
+        if word.search(lines[number - 1]):
+            return number
+    return chunk.start
 
 
 def _from_patch(file: FileChange, gone: list[str]) -> FileOutline:

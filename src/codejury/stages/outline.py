@@ -24,13 +24,25 @@ from codejury.findings import Walkthrough, WalkthroughFile
 from codejury.render import counted
 from codejury.repocontext.definitions import FileOutline, outline_file
 
+_KIND_WORDS = {
+    "Code": ("code", "code"),
+    "Tests": ("test", "tests"),
+    "Docs": ("doc", "docs"),
+    "Build and configuration": ("build/config", "build/config"),
+}
+"""How the summary counts each kind (``KINDS``): one, several."""
 NAMES_SHOWN = 4
 """The most names one verb lists (``adds `a`, `b`, `c`, `d` and 3 more``)."""
 TITLE_CHARS = 160
 
 
+def _shown(name: str) -> str:
+    """A name as a reader looks for it: C++'s ``ns.Class::method`` without the namespace it is chunked under."""
+    return name.rpartition(".")[2] if "::" in name else name
+
+
 def _names(names: Sequence[str]) -> str:
-    shown = [f"`{n}`" for n in names[:NAMES_SHOWN]]
+    shown = [f"`{_shown(n)}`" for n in names[:NAMES_SHOWN]]
     more = len(names) - len(shown)
     if more:
         return f"{', '.join(shown)} and {more} more"
@@ -51,7 +63,7 @@ def _kinds_sentence(files: Sequence[FileChange]) -> str:
     added = sum(f.additions for f in files)
     removed = sum(f.deletions for f in files)
     by = [(kind, sum(1 for f in files if kind_of(f.path) == kind)) for kind in KINDS]
-    kinds = ", ".join(f"{n} {kind.lower()}" for kind, n in by if n)
+    kinds = ", ".join(f"{n} {_KIND_WORDS[kind][n != 1]}" for kind, n in by if n)
     return f"Changes {counted(len(files), 'file')} ({kinds}): {counted(added, 'line')} added, {removed} removed."
 
 
