@@ -184,3 +184,36 @@ def test_a_change_without_code_definitions_is_counted(tmp_path: Path) -> None:
     change = ChangeSet(files=parse_diff(unified_diff("notes.txt", "a\n", "b\nc\n")), meta=ChangeMeta())
     walk = outlined(change, change.files)
     assert walk.summary == "Changes 1 file (1 doc): 2 lines added, 1 removed."
+
+
+def test_the_diagram_draws_the_calls_added_lines_make_to_added_definitions(tmp_path: Path) -> None:
+    service_old = "def checkout(cart):\n    return cart.total()\n"
+    service_new = (
+        "def checkout(cart, log):\n"
+        "    price = price_of(cart)\n"  # a plain call: the function the change adds
+        "    telemetry_service.record(price)\n"  # a receiver named as the class: its method
+        "    log.record(price)\n"  # another object's record: which one, a name cannot say
+        "    return price\n"
+    )
+    prices = "def price_of(cart):\n    return sum(cart)\n"
+    telemetry = (
+        "class TelemetryService:\n    def record(self, value):\n        self.flush()\n\n"
+        "    def flush(self):\n        pass\n"
+    )
+    change = make_change(
+        tmp_path,
+        {
+            "shop/service.py": (service_old, service_new),
+            "shop/prices.py": ("", prices),
+            "shop/tele.py": ("", telemetry),
+        },
+    )
+    walk = outlined(change, change.files)
+    assert walk.diagram == (
+        "flowchart LR\n"
+        '    n1["checkout"] --> n2["price_of"]\n'
+        '    n1["checkout"] --> n3["TelemetryService.record"]\n'
+        '    n3["TelemetryService.record"] --> n4["TelemetryService.flush"]'
+    )
+    markdown = render_review_markdown(Review(verdict="approved", tier="lite", summary="", walkthrough=walk))
+    assert "```mermaid\nflowchart LR\n" in markdown

@@ -148,8 +148,8 @@ def walkthrough_lines(
 
 FROM_THE_DIFF = (
     "Listed from the diff by codejury, without a model (the coordinator's model is weak, and its summaries of a "
-    "change were not reliable): the names are the definitions the patches add, change and remove; the title is "
-    "the author's."
+    "change were not reliable): the names are the definitions the patches add, change and remove, the diagram the "
+    "calls its added lines make to definitions it adds; the title is the author's."
 )
 
 

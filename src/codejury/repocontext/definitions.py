@@ -107,6 +107,11 @@ class FileOutline:
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    """Every definition the change adds, the methods of an added class too (``added`` names the class alone)."""
+    calls: dict[str, list[Call]] = field(default_factory=dict)
+    """What each added or changed function calls on the lines the change adds to it: read with the head side
+    only."""
 
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed)
@@ -148,7 +153,47 @@ def outline_file(file: FileChange, head: bytes | None) -> FileOutline:
             changed.append(chunk.name)
     present = {_short(c.name) for c in defined}
     removed = [name for name in gone if name not in present]
-    return FileOutline(_once(added), _once(changed), removed)
+    calls = {
+        c.name: called
+        for c in defined
+        if c.kind == "function" and (called := _called(c, lines, added_lines, _name_line(c, lines)))
+    }
+    every = _once(c.name for c in defined if c.name in new)
+    return FileOutline(_once(added), _once(changed), removed, every, calls)
+
+
+_CALL = re.compile(r"(?:(?P<dot>\.)\s*|\b)(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_RECEIVER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\?)?$")
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call on an added line: ``name(`` (``receiver`` None, ``dotted`` False), ``thing.name(`` (``receiver``
+    ``thing``), or ``f().name(`` (``dotted``, no receiver)."""
+
+    name: str
+    receiver: str | None = None
+    dotted: bool = False
+
+
+def _called(chunk: Chunk, lines: list[str], added: frozenset[int], name_line: int) -> list[Call]:
+    """The calls ``chunk`` makes on its added lines (its own name's line left out), each once."""
+    own = _short(chunk.name)
+    found: list[Call] = []
+    for n in range(max(chunk.start, name_line + 1), min(chunk.end, len(lines)) + 1):
+        if n not in added:
+            continue
+        line = lines[n - 1]
+        for match in _CALL.finditer(line):
+            name = match["name"]
+            if name == own or name in _NOT_NAMES:
+                continue
+            if match["dot"] is None:
+                found.append(Call(name))
+                continue
+            before = _RECEIVER.search(line[: match.start()])
+            found.append(Call(name, before.group(1) if before else None, dotted=True))
+    return list(dict.fromkeys(found))
 
 
 def _name_line(chunk: Chunk, lines: list[str]) -> int:

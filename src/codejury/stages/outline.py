@@ -8,7 +8,9 @@ the walkthrough says only what the code itself says (``repocontext.definitions``
 - the summary: how many files of each kind change and by how many lines; the definitions the code (not the
   tests) adds, changes and removes, by name; and the change's title, quoted as its author's words;
 - each file's line: the definitions its change adds, changes and removes, and its line counts;
-- the files grouped by kind (code, tests, docs, build and configuration), as a weak model's walkthrough was.
+- the files grouped by kind (code, tests, docs, build and configuration);
+- a Mermaid flowchart of the new call paths, when the code's added lines call a definition the change adds
+  (``caller --> callee``, at most ``MAX_CALLS``; which calls reach which definitions: ``_calls_it``).
 
 It costs no tokens and no model time.
 """
@@ -22,7 +24,7 @@ from codejury.analyzers.base import head_bytes
 from codejury.change.types import ChangeSet, FileChange
 from codejury.findings import Walkthrough, WalkthroughFile
 from codejury.render import counted
-from codejury.repocontext.definitions import FileOutline, outline_file
+from codejury.repocontext.definitions import Call, FileOutline, outline_file
 
 _KIND_WORDS = {
     "Code": ("code", "code"),
@@ -31,6 +33,8 @@ _KIND_WORDS = {
     "Build and configuration": ("build/config", "build/config"),
 }
 """How the summary counts each kind (``KINDS``): one, several."""
+MAX_CALLS = 12
+"""The most calls the diagram draws (in file order)."""
 NAMES_SHOWN = 4
 """The most names one verb lists (``adds `a`, `b`, `c`, `d` and 3 more``)."""
 TITLE_CHARS = 160
@@ -97,4 +101,48 @@ def outlined(change: ChangeSet, files: Sequence[FileChange]) -> Walkthrough:
     if (stated := _stated(change.meta.title, change.meta.commits)) is not None:
         sentences.append(stated)
     entries = [WalkthroughFile(path=f.path, line=_file_line(f, outlines[f.path])) for f in files]
-    return Walkthrough(summary=" ".join(sentences), groups=by_kind(entries), source="diff")
+    diagram = _new_calls([(f.path, outlines[f.path]) for f in files if kind_of(f.path) == "Code"])
+    return Walkthrough(summary=" ".join(sentences), groups=by_kind(entries), diagram=diagram, source="diff")
+
+
+def _calls_it(call: Call, caller_path: str, target: str, target_path: str) -> bool:
+    """Whether ``call`` (in ``caller_path``) reaches the added definition ``target`` (in ``target_path``): a plain
+    call reaches a function of no class; ``x.name(`` in the file that defines it reaches it; from another file, only
+    through a receiver named as its class (``telemetry_service.capture(`` reaches ``TelemetryService.capture``).
+    A name alone never says which of two same-named methods a call reaches, so a call that could be another is
+    left out."""
+    owner, _, name = target.replace("::", ".").rpartition(".")
+    if name != call.name:
+        return False
+    if not call.dotted:
+        return not owner
+    if caller_path == target_path:
+        return True
+    return call.receiver is not None and _word(call.receiver) == _word(owner.rpartition(".")[2])
+
+
+def _word(name: str) -> str:
+    """``telemetry_service``, ``telemetryService`` and ``TelemetryService`` alike."""
+    return name.replace("_", "").lower()
+
+
+def _new_calls(code: Sequence[tuple[str, FileOutline]]) -> str | None:
+    """A flowchart of the calls the code's added lines make to the definitions the change adds."""
+    targets = [(name, path) for path, outline in code for name in outline.new]
+    edges = list(
+        dict.fromkeys(
+            (_shown(caller), _shown(target))
+            for path, outline in code
+            for caller, calls in outline.calls.items()
+            for call in calls
+            for target, target_path in targets
+            if target != caller and _calls_it(call, path, target, target_path)
+        )
+    )[:MAX_CALLS]
+    if not edges:
+        return None
+    ids: dict[str, str] = {}
+    for name in (n for edge in edges for n in edge):
+        ids.setdefault(name, f"n{len(ids) + 1}")
+    lines = [f'    {ids[a]}["{a}"] --> {ids[b]}["{b}"]' for a, b in edges]
+    return "\n".join(["flowchart LR", *lines])
