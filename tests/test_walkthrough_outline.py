@@ -217,3 +217,10 @@ def test_the_diagram_draws_the_calls_added_lines_make_to_added_definitions(tmp_p
     )
     markdown = render_review_markdown(Review(verdict="approved", tier="lite", summary="", walkthrough=walk))
     assert "```mermaid\nflowchart LR\n" in markdown
+
+
+def test_lines_removed_between_two_functions_change_neither() -> None:
+    patch = "--- a/m.py\n+++ b/m.py\n@@ -1,5 +1,4 @@\n def a():\n     return 1\n-X = 2\n def b():\n     return 2\n"
+    [file] = parse_diff(patch)
+    got = outline_file(file, b"def a():\n    return 1\ndef b():\n    return 2\n")
+    assert (got.added, got.changed, got.removed) == ([], [], [])

@@ -4,7 +4,7 @@
 head side's text, the definitions are tree-sitter's chunks of it (``chunk_source``, as the repository index
 cuts it): a function or class whose name's line is added, and whose name no line the patch removes defined, is
 *added* (its other lines may be context: a diff often aligns a new function's closing brace with an old one);
-another with a touched line is *changed*.
+another with an added line, or lines removed from inside it, is *changed*.
 Without it (a diff alone, a file tree-sitter cannot parse), the definition lines the patch adds are added and
 the function each hunk header names is changed. A definition line the patch removes whose name the head side
 no longer defines is *removed*.
@@ -138,7 +138,7 @@ def outline_file(file: FileChange, head: bytes | None) -> FileOutline:
     if head is None or chunks is None:
         return _from_patch(file, gone)
     added_lines = file.added_lines
-    touched = touched_lines(file)
+    removals = _removals(file)
     lines = head.decode("utf-8", errors="replace").splitlines()
     defined = [c for c in chunks if c.kind in ("function", "class") and c.name]
     # added: its name's line is an added line, and no removed line defined that name (then it was rewritten)
@@ -149,7 +149,9 @@ def outline_file(file: FileChange, head: bytes | None) -> FileOutline:
         if chunk.name in new:
             if chunk.name.rpartition(".")[0] not in new:  # a class added whole is named once, not with its methods
                 added.append(chunk.name)
-        elif any(chunk.start <= n <= chunk.end for n in touched):
+        elif any(chunk.start <= n <= chunk.end for n in added_lines) or any(
+            chunk.start <= before and after <= chunk.end for before, after in removals
+        ):
             changed.append(chunk.name)
     present = {_short(c.name) for c in defined}
     removed = [name for name in gone if name not in present]
@@ -194,6 +196,27 @@ def _called(chunk: Chunk, lines: list[str], added: frozenset[int], name_line: in
             before = _RECEIVER.search(line[: match.start()])
             found.append(Call(name, before.group(1) if before else None, dotted=True))
     return list(dict.fromkeys(found))
+
+
+def _removals(file: FileChange) -> list[tuple[int, int]]:
+    """Each run of removed lines as the new-side lines either side of it (0 before the first line): a removal is
+    inside a definition only when both are (lines removed between two functions change neither)."""
+    out: list[tuple[int, int]] = []
+    for hunk in file.hunks:
+        before = hunk.new_start - 1
+        pending = False
+        for line in hunk.lines:
+            if line.kind == "-":
+                pending = True
+                continue
+            if line.new_no is not None:
+                if pending:
+                    out.append((before, line.new_no))
+                pending = False
+                before = line.new_no
+        if pending:
+            out.append((before, before + 1))
+    return out
 
 
 def _name_line(chunk: Chunk, lines: list[str]) -> int:
