@@ -54,26 +54,26 @@ def unchanged(x):
     return x
 """
 GO_OLD = """\
-package nats
+package queue
 
 func (c *Client) Subscribe() error {
-\tif !c.manager.isConnected() {
-\t\treturn errNotConnected
+\tif !c.conn.isOpen() {
+\t\treturn errClosed
 \t}
 \treturn nil
 }
 """
 GO_NEW = """\
-package nats
+package queue
 
 func (c *Client) Subscribe() error {
-\tif err := checkClient(c); err != nil {
+\tif err := ensureOpen(c); err != nil {
 \t\treturn err
 \t}
 \treturn nil
 }
 
-func checkClient(c *Client) error {
+func ensureOpen(c *Client) error {
 \treturn nil
 }
 """
@@ -95,10 +95,10 @@ def test_without_the_head_side_the_patch_alone_is_read(tmp_path: Path) -> None:
 
 
 def test_a_call_in_a_condition_the_change_removes_is_not_a_removed_definition(tmp_path: Path) -> None:
-    change = make_change(tmp_path, {"nats/client.go": (GO_OLD, GO_NEW)})
+    change = make_change(tmp_path, {"queue/client.go": (GO_OLD, GO_NEW)})
     [file] = change.files
-    got = outline_file(file, (tmp_path / "repo/nats/client.go").read_bytes())
-    assert (got.added, got.changed, got.removed) == (["checkClient"], ["Subscribe"], [])
+    got = outline_file(file, (tmp_path / "repo/queue/client.go").read_bytes())
+    assert (got.added, got.changed, got.removed) == (["ensureOpen"], ["Subscribe"], [])
 
 
 def test_a_new_function_whose_closing_brace_the_diff_aligns_with_an_old_one_is_added() -> None:
@@ -191,29 +191,28 @@ def test_the_diagram_draws_the_calls_added_lines_make_to_added_definitions(tmp_p
     service_new = (
         "def checkout(cart, log):\n"
         "    price = price_of(cart)\n"  # a plain call: the function the change adds
-        "    telemetry_service.record(price)\n"  # a receiver named as the class: its method
+        "    audit_log.record(price)\n"  # a receiver named as the class: its method
         "    log.record(price)\n"  # another object's record: which one, a name cannot say
         "    return price\n"
     )
     prices = "def price_of(cart):\n    return sum(cart)\n"
-    telemetry = (
-        "class TelemetryService:\n    def record(self, value):\n        self.flush()\n\n"
-        "    def flush(self):\n        pass\n"
+    audit = (
+        "class AuditLog:\n    def record(self, value):\n        self.flush()\n\n    def flush(self):\n        pass\n"
     )
     change = make_change(
         tmp_path,
         {
             "shop/service.py": (service_old, service_new),
             "shop/prices.py": ("", prices),
-            "shop/tele.py": ("", telemetry),
+            "shop/audit.py": ("", audit),
         },
     )
     walk = outlined(change, change.files)
     assert walk.diagram == (
         "flowchart LR\n"
         '    n1["checkout"] --> n2["price_of"]\n'
-        '    n1["checkout"] --> n3["TelemetryService.record"]\n'
-        '    n3["TelemetryService.record"] --> n4["TelemetryService.flush"]'
+        '    n1["checkout"] --> n3["AuditLog.record"]\n'
+        '    n3["AuditLog.record"] --> n4["AuditLog.flush"]'
     )
     markdown = render_review_markdown(Review(verdict="approved", tier="lite", summary="", walkthrough=walk))
     assert "```mermaid\nflowchart LR\n" in markdown
